@@ -1,0 +1,173 @@
+"""Build rules for ckt kernels: one source, three backends.
+
+The backend is chosen with --config=cpu|nvidia|amd (see .bazelrc), which sets
+--define=ckt_backend=... and so the config_settings //bazel:cpu, //bazel:nvidia
+and //bazel:amd.
+
+* cpu    : the sources are ordinary cc_binary / cc_test targets built by gcc; the
+           kernels run on the CPU SIMT emulator (ckt/arch/cpu.h).
+* nvidia : the sources are compiled as CUDA by nvcc (sm_80 and sm_90a), the CUDA
+           runtime linked statically, so the binary runs on any machine with an
+           NVIDIA driver.
+* amd    : the sources are compiled as HIP by hipcc (gfx90a and gfx940) and linked
+           against libamdhip64.
+
+A target `x` declared with ckt_kernel_binary / ckt_kernel_test exists in the cpu
+configuration as `x` (runnable with bazel run / bazel test); in the GPU
+configurations it is `x_gpu`, an executable built by the vendor compiler, to be
+copied to a GPU machine and run there.
+"""
+
+_NVCC = "/usr/local/cuda/bin/nvcc"
+_HIPCC = "/usr/bin/hipcc"
+
+NVIDIA_ARCHS = ["80", "90a"]
+AMD_ARCHS = ["gfx90a", "gfx940"]
+
+CPU_ONLY = select({
+    "//bazel:cpu": [],
+    "//conditions:default": ["//bazel:incompatible"],
+})
+
+GPU_ONLY = select({
+    "//bazel:nvidia": [],
+    "//bazel:amd": [],
+    "//conditions:default": ["//bazel:incompatible"],
+})
+
+BACKEND = select({
+    "//bazel:nvidia": "nvidia",
+    "//bazel:amd": "amd",
+    "//conditions:default": "cpu",
+})
+
+# Warnings every ckt source compiles cleanly with on gcc.
+CKT_COPTS = ["-Wall", "-Wextra", "-Werror", "-Wno-unused-function"]
+CKT_CONLYOPTS = ["-std=c11"]
+
+def _gpu_binary_impl(ctx):
+    backend = ctx.attr.backend
+    out = ctx.actions.declare_file(ctx.label.name)
+    headers = []
+    includes = []
+    defines = []
+    libs = []
+    linkopts = []
+    for dep in ctx.attr.deps:
+        cc = dep[CcInfo]
+        comp = cc.compilation_context
+        headers.append(comp.headers)
+        for inc in comp.includes.to_list() + comp.system_includes.to_list() + comp.quote_includes.to_list():
+            includes.append(inc)
+        defines += comp.defines.to_list()
+        for li in cc.linking_context.linker_inputs.to_list():
+            linkopts += li.user_link_flags
+            for lib in li.libraries:
+                if lib.static_library:
+                    libs.append(lib.static_library)
+                elif lib.pic_static_library:
+                    libs.append(lib.pic_static_library)
+    srcs = [f for f in ctx.files.srcs if not f.path.endswith(".h")]
+    args = []
+    if backend == "nvidia":
+        compiler = ctx.var.get("CKT_NVCC", _NVCC)
+        args += ["-std=c++17", "-O3", "-lineinfo", "-cudart", "static", "-x", "cu"]
+        for a in NVIDIA_ARCHS:
+            args += ["-gencode", "arch=compute_%s,code=sm_%s" % (a, a)]
+        args += ["-Xcompiler", "-Wall", "-Xcudafe", "--display_error_number"]
+    elif backend == "amd":
+        compiler = ctx.var.get("CKT_HIPCC", _HIPCC)
+        args += ["-std=c++17", "-O3", "-x", "hip", "-Wall", "-Werror",
+                 "-Wno-unused-function", "-Wno-unused-command-line-argument"]
+        for a in AMD_ARCHS:
+            args.append("--offload-arch=" + a)
+    else:
+        fail("ckt GPU targets need --config=nvidia or --config=amd")
+    args += ["-I."]
+    for inc in includes:
+        args += ["-I" + inc]
+    for d in defines + ctx.attr.defines:
+        args.append("-D" + d)
+    args += ctx.attr.copts
+    args += [f.path for f in srcs]
+    args += ["-x", "none"] if backend == "amd" else []
+    args += [f.path for f in libs]
+    args += ["-o", out.path, "-lpthread", "-lm", "-ldl"]
+    if backend == "amd":
+        args.append("-lamdhip64")
+    ctx.actions.run_shell(
+        command = compiler + ' "$@"',
+        arguments = args,
+        inputs = depset(ctx.files.srcs + libs, transitive = headers),
+        outputs = [out],
+        mnemonic = "CktGpuCompile",
+        progress_message = "Compiling %s for %s" % (ctx.label, backend),
+        use_default_shell_env = True,
+    )
+    return [DefaultInfo(executable = out, files = depset([out]))]
+
+ckt_gpu_binary = rule(
+    implementation = _gpu_binary_impl,
+    executable = True,
+    attrs = {
+        "srcs": attr.label_list(allow_files = [".c", ".cc", ".cu", ".h"]),
+        "deps": attr.label_list(providers = [CcInfo]),
+        "backend": attr.string(mandatory = True),
+        "copts": attr.string_list(),
+        "defines": attr.string_list(),
+    },
+    doc = "An executable compiled by nvcc or hipcc for the backend chosen by --config.",
+)
+
+def ckt_kernel_binary(name, srcs, deps = [], copts = [], defines = [], **kwargs):
+    """A program with ckt kernels: `name` on cpu, `name_gpu` on nvidia/amd."""
+    conly = [s for s in srcs if s.endswith(".c")]
+    native.cc_binary(
+        name = name,
+        srcs = srcs,
+        deps = deps + ["//:ckt"],
+        copts = CKT_COPTS + (CKT_CONLYOPTS if conly else []) + copts,
+        defines = defines,
+        linkopts = ["-lpthread", "-lm"],
+        target_compatible_with = CPU_ONLY,
+        **kwargs
+    )
+    ckt_gpu_binary(
+        name = name + "_gpu",
+        srcs = srcs,
+        deps = deps + ["//:ckt"],
+        copts = copts,
+        defines = defines,
+        backend = BACKEND,
+        target_compatible_with = GPU_ONLY,
+    )
+
+def ckt_kernel_test(name, srcs, deps = [], copts = [], defines = [], size = "small",
+                    profiles = ["nv", "cdna"], **kwargs):
+    """A GoogleTest test with ckt kernels.
+
+    cpu:        a cc_test `name` on the emulator's nv profile (warp 32) and, when
+                "cdna" is in profiles, `name_cdna` (wave 64, CDNA matrix layouts).
+    nvidia/amd: an executable `name_gpu` built by nvcc/hipcc; run it on the GPU machine.
+    """
+    for profile in profiles:
+        native.cc_test(
+            name = name if profile == "nv" else name + "_" + profile,
+            srcs = srcs,
+            deps = deps + ["//:ckt", "@gtest//:gtest_main"],
+            copts = CKT_COPTS + copts,
+            defines = defines + (["CKT_CPU_PROFILE_CDNA"] if profile == "cdna" else []),
+            size = size,
+            linkopts = ["-lpthread", "-lm"],
+            target_compatible_with = CPU_ONLY,
+            **kwargs
+        )
+    ckt_gpu_binary(
+        name = name + "_gpu",
+        srcs = srcs,
+        deps = deps + ["//:ckt", "@gtest//:gtest_main"],
+        copts = copts,
+        defines = defines,
+        backend = BACKEND,
+        target_compatible_with = GPU_ONLY,
+    )

@@ -1,0 +1,52 @@
+/* ckt/arch/arch.h — the bottom layer: one device API over three backends.
+ *
+ * Include this (or ckt/ckt.h); it picks ckt/arch/amd.h, ckt/arch/nvidia.h or
+ * ckt/arch/cpu.h from the compiler (see ckt/arch/config.h). Nothing above
+ * ckt/arch names a vendor intrinsic.
+ *
+ * What every backend provides (device code):
+ *   ids            ckt_thread_idx_{x,y,z}() ckt_block_idx_{x,y,z}()
+ *                  ckt_block_dim_{x,y,z}() ckt_grid_dim_{x,y,z}()
+ *                  ckt_thread_rank()  linear id in the block
+ *                  ckt_lane_id() ckt_warp_id()  CKT_WARP_SIZE (32 NVIDIA, 64 CDNA)
+ *   sync           ckt_block_sync() ckt_warp_sync() ckt_threadfence()
+ *   collectives    ckt_warp_shfl_{xor,idx,up,down}_{u32,f32}(v, arg)
+ *                  ckt_warp_ballot(pred) -> uint64_t lane mask
+ *                  ckt_warp_any(pred) ckt_warp_all(pred)
+ *                  (whole warp takes part, as __shfl_*_sync with a full mask)
+ *   shared memory  CKT_SHARED_ARRAY(type, name, count)  16-byte aligned
+ *                  CKT_DYNAMIC_SHARED(type, name)       launch's dynamic smem
+ *   numbers        ckt_f16 ckt_bf16 and conversions (ckt/arch/numeric.h)
+ *                  ckt_exp2f_fast(x) ckt_rcpf_fast(x)
+ *   atomics        ckt_atomic_add_i32(p, v) ckt_atomic_add_f32(p, v)
+ *   kernels        CKT_KERNEL(name, ParamsType, p) { ... }
+ *                  CKT_KERNEL_BOUNDS(name, ParamsType, p, max_threads)
+ *                  CKT_KERNEL_REF(name) -> ckt_kernel_ref
+ *                  ckt_arch_launch(ref, grid, block, smem, stream, &params)
+ *                  (host code normally calls ckt_rt_launch, ckt/host/runtime.h)
+ *
+ * A kernel takes one parameter struct by value:
+ *
+ *     typedef struct { const float *x; float *y; int n; } scale_params;
+ *     CKT_KERNEL(scale, scale_params, p) {
+ *         int i = (int)(ckt_block_idx_x() * ckt_block_dim_x() + ckt_thread_idx_x());
+ *         if (i < p.n) p.y[i] = 2.0f * p.x[i];
+ *     }
+ *     ...
+ *     ckt_rt_launch(CKT_KERNEL_REF(scale), grid, block, 0, stream, &params);
+ */
+#ifndef CKT_ARCH_ARCH_H
+#define CKT_ARCH_ARCH_H
+
+#include "ckt/arch/config.h"
+#include "ckt/arch/numeric.h"
+
+#if defined(CKT_BACKEND_AMD)
+#include "ckt/arch/amd.h"
+#elif defined(CKT_BACKEND_NVIDIA)
+#include "ckt/arch/nvidia.h"
+#else
+#include "ckt/arch/cpu.h"
+#endif
+
+#endif /* CKT_ARCH_ARCH_H */

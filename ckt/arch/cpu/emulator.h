@@ -1,0 +1,693 @@
+/* ckt/arch/cpu/emulator.h — the CPU SIMT emulator behind the `cpu` backend.
+ *
+ * A kernel launch runs every block of the grid; a block runs one fiber per GPU
+ * thread (user-space context, its own stack) under a scheduler that switches
+ * fibers at barriers and warp collectives, so the kernel source runs unchanged
+ * with GPU semantics:
+ *   - ckt_block_sync(): every live thread of the block waits until all have
+ *     arrived at the same barrier;
+ *   - warp collectives (shuffles, ballot, warp sync): each lane's value is
+ *     gathered from the other lanes of its warp once all lanes have arrived;
+ *   - per-block shared memory, filled with a poison pattern (0xFF bytes: NaN
+ *     for floats, -1 for integers) so that reads of never-written shared memory
+ *     show up;
+ *   - blocks run in parallel on OS threads (CKT_EMU_THREADS, default: cores).
+ *
+ * Misuse is reported, not hung: a barrier reached by part of the block,
+ * barriers or collectives at different call sites, a collective while other
+ * lanes of the warp wait elsewhere or have exited, and any deadlock end the
+ * launch with an error whose message (ckt_emu_last_error()) names the block,
+ * the warps, the lanes and the file:line where each waits.
+ *
+ * Fibers run one after another, so a missing barrier can go unnoticed; the
+ * schedule order is a knob to expose such races: CKT_EMU_SCHEDULE=forward
+ * (default), reverse, or shuffle[:seed], or ckt_emu_set_schedule().
+ *
+ * Profiles: warp size 32 (nv, default) or 64 (cdna, -DCKT_CPU_PROFILE_CDNA).
+ *
+ * Environment knobs: CKT_EMU_THREADS (OS threads), CKT_EMU_STACK_KB (fiber
+ * stack, default 256 KiB of address space, committed lazily), CKT_EMU_SCHEDULE.
+ *
+ * All state shared between translation units (the current fiber, the last
+ * error) lives in weak symbols, so kernels and launches may sit in different
+ * files of one program.
+ */
+#ifndef CKT_ARCH_CPU_EMULATOR_H
+#define CKT_ARCH_CPU_EMULATOR_H
+
+#include "ckt/arch/config.h"
+#include "ckt/arch/cpu/fiber.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#ifndef MAP_ANONYMOUS /* hidden by a strict -std=c11 included before ckt */
+#define MAP_ANONYMOUS 0x20
+#endif
+#ifndef MAP_NORESERVE
+#define MAP_NORESERVE 0x4000
+#endif
+
+#if defined(__SANITIZE_ADDRESS__)
+#define CKT__EMU_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CKT__EMU_ASAN 1
+#endif
+#endif
+#if defined(CKT__EMU_ASAN)
+#include <sanitizer/common_interface_defs.h>
+#endif
+
+#if defined(CKT_CPU_PROFILE_CDNA)
+#define CKT_EMU_WARP_SIZE 64
+#define CKT_EMU_PROFILE_NAME "cdna"
+#else
+#define CKT_EMU_WARP_SIZE 32
+#define CKT_EMU_PROFILE_NAME "nv"
+#endif
+
+#define CKT_EMU_MAX_BLOCK_THREADS 1024
+#define CKT_EMU_STATIC_SHARED_BYTES (160u * 1024u) /* room for static shared arrays */
+#define CKT__EMU_MSG_BYTES 4096
+
+/* A kernel entry as the emulator calls it: params points at the kernel's
+ * parameter struct. CKT_KERNEL generates one per kernel. */
+typedef void (*ckt__emu_entry)(const void *params);
+
+enum ckt__emu_state { CKT__EMU_RUNNABLE, CKT__EMU_AT_BARRIER, CKT__EMU_IN_WARP_OP, CKT__EMU_DONE };
+
+/* Warp collectives: what a lane asks for, resolved by the scheduler once the
+ * whole warp has arrived. */
+enum ckt__emu_op {
+    CKT__EMU_OP_SHFL_IDX,
+    CKT__EMU_OP_SHFL_UP,
+    CKT__EMU_OP_SHFL_DOWN,
+    CKT__EMU_OP_SHFL_XOR,
+    CKT__EMU_OP_BALLOT,
+    CKT__EMU_OP_SYNC,
+    CKT__EMU_OP_CUSTOM /* resolved by a callback (matrix instructions) */
+};
+
+enum ckt_emu_schedule { CKT_EMU_FORWARD, CKT_EMU_REVERSE, CKT_EMU_SHUFFLE };
+
+struct ckt__emu_thread;
+struct ckt__emu_worker;
+
+/* Resolves a CUSTOM warp op: lanes[0..n) are the lanes of one warp, all
+ * waiting at the same call site with the same callback. */
+typedef void (*ckt__emu_warp_fn)(struct ckt__emu_thread **lanes, unsigned n);
+
+typedef struct ckt__emu_thread {
+    ckt__fiber fiber;
+    unsigned char *stack; /* usable stack, above its guard page */
+    size_t stack_size;
+    unsigned tid[3];
+    unsigned rank, lane, warp;
+    int state;
+    /* what the thread waits for, and where */
+    int op;
+    unsigned op_arg;
+    uint64_t value, result;
+    const void *op_ptr[4];   /* operand pointers of CUSTOM ops */
+    ckt__emu_warp_fn op_fn;
+    const char *file;
+    int line;
+    size_t shared_off; /* bump offset of static shared arrays */
+    void *asan_fake_stack;
+} ckt__emu_thread;
+
+typedef struct ckt__emu_launch {
+    ckt__emu_entry entry;
+    const void *params;
+    ckt_dim3 grid, block;
+    size_t dyn_shared;
+    unsigned nthreads;
+    unsigned long long nblocks;
+    unsigned long long next_block; /* atomic */
+    int failed;                    /* atomic */
+    int schedule;
+    uint64_t seed;
+    size_t stack_size;
+    pthread_mutex_t lock;
+    char msg[CKT__EMU_MSG_BYTES];
+} ckt__emu_launch;
+
+typedef struct ckt__emu_worker {
+    ckt__emu_launch *launch;
+    ckt__emu_thread *threads;
+    unsigned *order;
+    unsigned char *stacks; /* one mapping: [guard | stack] per thread */
+    size_t stacks_bytes;
+    unsigned char *shared;
+    size_t shared_bytes;
+    ckt__fiber sched;
+    ckt__emu_thread *cur;
+    unsigned block_idx[3];
+    uint64_t rng;
+    const void *sched_stack_bottom; /* ASan: the scheduler's stack */
+    size_t sched_stack_size;
+    char msg[CKT__EMU_MSG_BYTES];
+} ckt__emu_worker;
+
+/* Shared between translation units: weak definitions, one survives linking. */
+__attribute__((weak)) __thread ckt__emu_worker *ckt__emu_self;
+__attribute__((weak)) __thread char ckt__emu_last_msg[CKT__EMU_MSG_BYTES];
+__attribute__((weak)) int ckt__emu_schedule_override = -1;
+__attribute__((weak)) uint64_t ckt__emu_seed_override;
+
+/* >>public API */
+
+/* The message of the last failed launch ("" if none). */
+static inline const char *ckt_emu_last_error(void) { return ckt__emu_last_msg; }
+
+/* Forces the schedule order of later launches (overrides CKT_EMU_SCHEDULE);
+ * pass -1 to go back to the environment / default. */
+static inline void ckt_emu_set_schedule(int schedule, uint64_t seed)
+{
+    ckt__emu_schedule_override = schedule;
+    ckt__emu_seed_override = seed;
+}
+
+/* >>fiber side: called from kernel code */
+
+static inline ckt__emu_thread *ckt__emu_cur(void) { return ckt__emu_self->cur; }
+
+static inline void ckt__emu_fail_outside(const char *what, const char *file, int line)
+{
+    fprintf(stderr, "ckt emulator: %s called outside a kernel at %s:%d\n", what, file, line);
+    abort();
+}
+
+/* Hand control back to the block scheduler; returns when resumed. */
+static inline void ckt__emu_yield(ckt__emu_worker *w, ckt__emu_thread *t)
+{
+#if defined(CKT__EMU_ASAN)
+    __sanitizer_start_switch_fiber(t->state == CKT__EMU_DONE ? NULL : &t->asan_fake_stack,
+                                   w->sched_stack_bottom, w->sched_stack_size);
+#endif
+    ckt__fiber_jump(&t->fiber, &w->sched);
+#if defined(CKT__EMU_ASAN)
+    __sanitizer_finish_switch_fiber(t->asan_fake_stack, NULL, NULL);
+#endif
+}
+
+static inline void ckt__emu_barrier(const char *file, int line)
+{
+    ckt__emu_worker *w = ckt__emu_self;
+    if (!w)
+        ckt__emu_fail_outside("ckt_block_sync()", file, line);
+    ckt__emu_thread *t = w->cur;
+    t->state = CKT__EMU_AT_BARRIER;
+    t->file = file;
+    t->line = line;
+    ckt__emu_yield(w, t);
+}
+
+static inline uint64_t ckt__emu_warp_op(int op, uint64_t value, unsigned arg, const char *file,
+                                        int line)
+{
+    ckt__emu_worker *w = ckt__emu_self;
+    if (!w)
+        ckt__emu_fail_outside("a warp collective", file, line);
+    ckt__emu_thread *t = w->cur;
+    t->state = CKT__EMU_IN_WARP_OP;
+    t->op = op;
+    t->value = value;
+    t->op_arg = arg;
+    t->op_fn = NULL;
+    t->file = file;
+    t->line = line;
+    ckt__emu_yield(w, t);
+    return t->result;
+}
+
+/* A warp-wide operation resolved by fn once every lane has arrived: used by
+ * the emulated matrix instructions. Operands travel in op_ptr. */
+static inline void ckt__emu_warp_custom(ckt__emu_warp_fn fn, const void *p0, const void *p1,
+                                        const void *p2, const void *p3, const char *file, int line)
+{
+    ckt__emu_worker *w = ckt__emu_self;
+    if (!w)
+        ckt__emu_fail_outside("a warp matrix instruction", file, line);
+    ckt__emu_thread *t = w->cur;
+    t->state = CKT__EMU_IN_WARP_OP;
+    t->op = CKT__EMU_OP_CUSTOM;
+    t->op_fn = fn;
+    t->op_ptr[0] = p0;
+    t->op_ptr[1] = p1;
+    t->op_ptr[2] = p2;
+    t->op_ptr[3] = p3;
+    t->file = file;
+    t->line = line;
+    ckt__emu_yield(w, t);
+}
+
+/* Static shared arrays: every thread of a block declares them in the same
+ * order, so a per-thread bump offset yields the same address in all threads. */
+static inline void *ckt__emu_shared_alloc(size_t bytes, size_t align, const char *file, int line)
+{
+    ckt__emu_worker *w = ckt__emu_self;
+    if (!w)
+        ckt__emu_fail_outside("a shared-memory declaration", file, line);
+    ckt__emu_thread *t = w->cur;
+    size_t base = w->launch->dyn_shared;
+    size_t off = (t->shared_off + align - 1) / align * align;
+    if (off + bytes > CKT_EMU_STATIC_SHARED_BYTES) {
+        fprintf(stderr,
+                "ckt emulator: static shared memory exceeds %u bytes at %s:%d "
+                "(raise CKT_EMU_STATIC_SHARED_BYTES or use dynamic shared memory)\n",
+                CKT_EMU_STATIC_SHARED_BYTES, file, line);
+        abort();
+    }
+    t->shared_off = off + bytes;
+    return w->shared + base + off;
+}
+
+static inline void *ckt__emu_shared_dynamic(void) { return ckt__emu_self->shared; }
+
+/* >>scheduler side */
+
+static inline uint64_t ckt__emu_rng_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static inline void ckt__emu_fiber_main(void)
+{
+    ckt__emu_worker *w = ckt__emu_self;
+#if defined(CKT__EMU_ASAN)
+    __sanitizer_finish_switch_fiber(NULL, &w->sched_stack_bottom, &w->sched_stack_size);
+#endif
+    w->launch->entry(w->launch->params);
+    w = ckt__emu_self;
+    ckt__emu_thread *t = w->cur;
+    t->state = CKT__EMU_DONE;
+    ckt__emu_yield(w, t);
+    abort(); /* a finished fiber is never resumed */
+}
+
+static inline void ckt__emu_msg(ckt__emu_worker *w, const char *fmt, ...)
+{
+    size_t len = strlen(w->msg);
+    if (len + 1 >= sizeof w->msg)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(w->msg + len, sizeof w->msg - len, fmt, ap);
+    va_end(ap);
+}
+
+static inline const char *ckt__emu_state_name(const ckt__emu_thread *t)
+{
+    switch (t->state) {
+    case CKT__EMU_AT_BARRIER: return "wait at block barrier";
+    case CKT__EMU_IN_WARP_OP: return "wait in warp collective";
+    case CKT__EMU_DONE: return "have exited";
+    default: return "are runnable";
+    }
+}
+
+static inline int ckt__emu_same_wait(const ckt__emu_thread *a, const ckt__emu_thread *b)
+{
+    if (a->state != b->state)
+        return 0;
+    if (a->state == CKT__EMU_DONE || a->state == CKT__EMU_RUNNABLE)
+        return 1;
+    return a->line == b->line && strcmp(a->file, b->file) == 0 &&
+           (a->state != CKT__EMU_IN_WARP_OP || (a->op == b->op && a->op_fn == b->op_fn));
+}
+
+/* Appends one line per run of lanes of one warp that wait alike:
+ *   "  warp 1 lanes 0-15: wait at block barrier at kernel.c:42" */
+static inline void ckt__emu_describe(ckt__emu_worker *w, unsigned first, unsigned last)
+{
+    unsigned i = first;
+    while (i < last) {
+        ckt__emu_thread *a = &w->threads[i];
+        unsigned j = i + 1;
+        while (j < last && w->threads[j].warp == a->warp && ckt__emu_same_wait(a, &w->threads[j]))
+            j++;
+        ckt__emu_msg(w, "  warp %u lanes %u-%u (threads %u-%u): %s", a->warp, a->lane,
+                     w->threads[j - 1].lane, i, j - 1, ckt__emu_state_name(a));
+        if (a->state == CKT__EMU_AT_BARRIER || a->state == CKT__EMU_IN_WARP_OP)
+            ckt__emu_msg(w, " at %s:%d", a->file, a->line);
+        ckt__emu_msg(w, "\n");
+        i = j;
+    }
+}
+
+static inline void ckt__emu_block_error(ckt__emu_worker *w, const char *what, unsigned first,
+                                        unsigned last)
+{
+    w->msg[0] = 0;
+    ckt__emu_msg(w, "ckt emulator: block (%u,%u,%u): %s\n", w->block_idx[0], w->block_idx[1],
+                 w->block_idx[2], what);
+    ckt__emu_describe(w, first, last);
+}
+
+static inline void ckt__emu_run_fiber(ckt__emu_worker *w, ckt__emu_thread *t)
+{
+    w->cur = t;
+#if defined(CKT__EMU_ASAN)
+    void *fake = NULL;
+    __sanitizer_start_switch_fiber(&fake, t->stack, t->stack_size);
+#endif
+    ckt__fiber_jump(&w->sched, &t->fiber);
+#if defined(CKT__EMU_ASAN)
+    __sanitizer_finish_switch_fiber(fake, NULL, NULL);
+#endif
+}
+
+/* Resolves the warp collective of lanes [first, first + n); 0 on misuse. */
+static inline int ckt__emu_resolve_warp(ckt__emu_worker *w, unsigned first, unsigned n)
+{
+    ckt__emu_thread *t = &w->threads[first];
+    const unsigned W = CKT_EMU_WARP_SIZE;
+    if (t->op == CKT__EMU_OP_CUSTOM) {
+        ckt__emu_thread *lanes[CKT_EMU_WARP_SIZE];
+        for (unsigned i = 0; i < n; i++)
+            lanes[i] = &w->threads[first + i];
+        if (n != W) {
+            ckt__emu_block_error(w, "warp matrix instruction in a partial warp", first, first + n);
+            return 0;
+        }
+        t->op_fn(lanes, n);
+        return 1;
+    }
+    if (t->op == CKT__EMU_OP_BALLOT) {
+        uint64_t mask = 0;
+        for (unsigned i = 0; i < n; i++)
+            if (w->threads[first + i].value)
+                mask |= 1ull << i;
+        for (unsigned i = 0; i < n; i++)
+            w->threads[first + i].result = mask;
+        return 1;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        ckt__emu_thread *me = &w->threads[first + i];
+        unsigned src = i;
+        switch (me->op) {
+        case CKT__EMU_OP_SHFL_IDX: src = me->op_arg % W; break;
+        case CKT__EMU_OP_SHFL_UP: src = me->op_arg <= i ? i - me->op_arg : i; break;
+        case CKT__EMU_OP_SHFL_DOWN: src = i + me->op_arg < W ? i + me->op_arg : i; break;
+        case CKT__EMU_OP_SHFL_XOR: src = (i ^ me->op_arg) < W ? (i ^ me->op_arg) : i; break;
+        default: break; /* SYNC */
+        }
+        if (src >= n) {
+            char what[160];
+            snprintf(what, sizeof what,
+                     "lane %u of warp %u reads lane %u, which does not exist (partial warp of "
+                     "%u lanes)",
+                     i, me->warp, src, n);
+            ckt__emu_block_error(w, what, first, first + n);
+            return 0;
+        }
+        me->result = w->threads[first + src].value;
+    }
+    return 1;
+}
+
+/* Runs one block to completion; returns 0, or -1 with w->msg set. */
+static inline int ckt__emu_run_block(ckt__emu_worker *w, unsigned bx, unsigned by, unsigned bz)
+{
+    ckt__emu_launch *L = w->launch;
+    const unsigned n = L->nthreads, W = CKT_EMU_WARP_SIZE;
+    w->block_idx[0] = bx;
+    w->block_idx[1] = by;
+    w->block_idx[2] = bz;
+    memset(w->shared, 0xFF, w->shared_bytes); /* poison */
+    for (unsigned r = 0; r < n; r++) {
+        ckt__emu_thread *t = &w->threads[r];
+        t->state = CKT__EMU_RUNNABLE;
+        t->shared_off = 0;
+        t->file = "";
+        t->line = 0;
+        ckt__fiber_prepare(&t->fiber, t->stack, t->stack_size, ckt__emu_fiber_main);
+    }
+    for (unsigned r = 0; r < n; r++)
+        w->order[r] = L->schedule == CKT_EMU_REVERSE ? n - 1 - r : r;
+    for (;;) {
+        if (L->schedule == CKT_EMU_SHUFFLE)
+            for (unsigned r = n - 1; r > 0; r--) {
+                unsigned k = (unsigned)(ckt__emu_rng_next(&w->rng) % (r + 1));
+                unsigned tmp = w->order[r];
+                w->order[r] = w->order[k];
+                w->order[k] = tmp;
+            }
+        for (unsigned r = 0; r < n; r++) {
+            ckt__emu_thread *t = &w->threads[w->order[r]];
+            if (t->state == CKT__EMU_RUNNABLE)
+                ckt__emu_run_fiber(w, t);
+        }
+        /* Every thread now waits or is done. Warp collectives first. */
+        unsigned done = 0, at_barrier = 0, in_warp = 0, released = 0;
+        for (unsigned first = 0; first < n; first += W) {
+            unsigned cnt = n - first < W ? n - first : W;
+            unsigned wd = 0, wb = 0, wo = 0;
+            for (unsigned i = 0; i < cnt; i++) {
+                int s = w->threads[first + i].state;
+                wd += s == CKT__EMU_DONE;
+                wb += s == CKT__EMU_AT_BARRIER;
+                wo += s == CKT__EMU_IN_WARP_OP;
+            }
+            done += wd;
+            at_barrier += wb;
+            in_warp += wo;
+            if (wo == 0)
+                continue;
+            if (wo != cnt) {
+                ckt__emu_block_error(w,
+                                     wd ? "warp collective while other lanes of the warp have "
+                                          "exited"
+                                        : "warp collective while other lanes of the warp wait "
+                                          "elsewhere",
+                                     first, first + cnt);
+                return -1;
+            }
+            for (unsigned i = 1; i < cnt; i++)
+                if (!ckt__emu_same_wait(&w->threads[first], &w->threads[first + i])) {
+                    ckt__emu_block_error(w, "lanes of one warp wait in different collectives",
+                                         first, first + cnt);
+                    return -1;
+                }
+            if (!ckt__emu_resolve_warp(w, first, cnt))
+                return -1;
+            for (unsigned i = 0; i < cnt; i++)
+                w->threads[first + i].state = CKT__EMU_RUNNABLE;
+            released += cnt;
+        }
+        if (released)
+            continue;
+        if (done == n)
+            return 0;
+        if (at_barrier && in_warp == 0) {
+            if (done) {
+                ckt__emu_block_error(w, "barrier reached by only part of the block", 0, n);
+                return -1;
+            }
+            const ckt__emu_thread *a = NULL;
+            for (unsigned r = 0; r < n; r++) {
+                if (!a)
+                    a = &w->threads[r];
+                else if (!ckt__emu_same_wait(a, &w->threads[r])) {
+                    ckt__emu_block_error(w, "threads wait at barriers at different call sites",
+                                         0, n);
+                    return -1;
+                }
+            }
+            for (unsigned r = 0; r < n; r++)
+                w->threads[r].state = CKT__EMU_RUNNABLE;
+            continue;
+        }
+        ckt__emu_block_error(w, "deadlock: no thread can proceed", 0, n);
+        return -1;
+    }
+}
+
+static inline void *ckt__emu_worker_main(void *arg)
+{
+    ckt__emu_worker *w = (ckt__emu_worker *)arg;
+    ckt__emu_launch *L = w->launch;
+    ckt__emu_self = w;
+    for (;;) {
+        if (__atomic_load_n(&L->failed, __ATOMIC_RELAXED))
+            break;
+        unsigned long long b = __atomic_fetch_add(&L->next_block, 1ull, __ATOMIC_RELAXED);
+        if (b >= L->nblocks)
+            break;
+        unsigned bx = (unsigned)(b % L->grid.x);
+        unsigned by = (unsigned)((b / L->grid.x) % L->grid.y);
+        unsigned bz = (unsigned)(b / ((unsigned long long)L->grid.x * L->grid.y));
+        w->rng = L->seed ^ (b * 0x9e3779b97f4a7c15ull);
+        if (ckt__emu_run_block(w, bx, by, bz) != 0) {
+            pthread_mutex_lock(&L->lock);
+            if (!L->failed) {
+                memcpy(L->msg, w->msg, sizeof L->msg);
+                __atomic_store_n(&L->failed, 1, __ATOMIC_RELAXED);
+            }
+            pthread_mutex_unlock(&L->lock);
+            break;
+        }
+    }
+    ckt__emu_self = NULL;
+    return NULL;
+}
+
+static inline void ckt__emu_worker_free(ckt__emu_worker *w)
+{
+    if (w->stacks)
+        munmap(w->stacks, w->stacks_bytes);
+    free(w->threads);
+    free(w->order);
+    free(w->shared);
+    w->stacks = NULL;
+    w->threads = NULL;
+    w->order = NULL;
+    w->shared = NULL;
+}
+
+static inline int ckt__emu_worker_init(ckt__emu_worker *w, ckt__emu_launch *L)
+{
+    const unsigned n = L->nthreads;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t per = L->stack_size + page; /* guard page below each stack */
+    memset(w, 0, sizeof *w);
+    w->launch = L;
+    w->threads = (ckt__emu_thread *)calloc(n, sizeof(ckt__emu_thread));
+    w->order = (unsigned *)calloc(n, sizeof(unsigned));
+    w->shared_bytes = L->dyn_shared + CKT_EMU_STATIC_SHARED_BYTES;
+    w->shared = (unsigned char *)aligned_alloc(128, (w->shared_bytes + 127) / 128 * 128);
+    w->stacks_bytes = per * n;
+    void *m = mmap(NULL, w->stacks_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
+                   MAP_NORESERVE, -1, 0);
+    w->stacks = m == MAP_FAILED ? NULL : (unsigned char *)m;
+    if (!w->threads || !w->order || !w->shared || !w->stacks) {
+        ckt__emu_worker_free(w);
+        return -1;
+    }
+    for (unsigned r = 0; r < n; r++) {
+        ckt__emu_thread *t = &w->threads[r];
+        unsigned char *base = w->stacks + per * r;
+        mprotect(base, page, PROT_NONE);
+        t->stack = base + page;
+        t->stack_size = L->stack_size;
+        t->rank = r;
+        t->tid[0] = r % L->block.x;
+        t->tid[1] = (r / L->block.x) % L->block.y;
+        t->tid[2] = r / (L->block.x * L->block.y);
+        t->lane = r % CKT_EMU_WARP_SIZE;
+        t->warp = r / CKT_EMU_WARP_SIZE;
+    }
+    return 0;
+}
+
+static inline int ckt__emu_env_int(const char *name, int fallback)
+{
+    const char *s = getenv(name);
+    return s && *s ? atoi(s) : fallback;
+}
+
+/* Runs a kernel over the grid. Returns 0, or -1 with ckt_emu_last_error() set. */
+static inline int ckt__emu_launch_kernel(ckt__emu_entry entry, ckt_dim3 grid, ckt_dim3 block,
+                                         size_t dyn_shared, const void *params)
+{
+    ckt__emu_launch L;
+    memset(&L, 0, sizeof L);
+    ckt__emu_last_msg[0] = 0;
+    unsigned long long nthreads = (unsigned long long)block.x * block.y * block.z;
+    if (!entry || grid.x == 0 || grid.y == 0 || grid.z == 0 || nthreads == 0 ||
+        nthreads > CKT_EMU_MAX_BLOCK_THREADS || grid.y > 65535 || grid.z > 65535 ||
+        block.z > 64) {
+        snprintf(ckt__emu_last_msg, CKT__EMU_MSG_BYTES,
+                 "ckt emulator: invalid launch: grid (%u,%u,%u) block (%u,%u,%u) (at most %d "
+                 "threads per block, no zero extent)",
+                 grid.x, grid.y, grid.z, block.x, block.y, block.z, CKT_EMU_MAX_BLOCK_THREADS);
+        return -1;
+    }
+    if (ckt__emu_self) {
+        snprintf(ckt__emu_last_msg, CKT__EMU_MSG_BYTES,
+                 "ckt emulator: a kernel launch from inside a kernel is not supported");
+        return -1;
+    }
+    L.entry = entry;
+    L.params = params;
+    L.grid = grid;
+    L.block = block;
+    L.dyn_shared = (dyn_shared + 15) / 16 * 16;
+    L.nthreads = (unsigned)nthreads;
+    L.nblocks = (unsigned long long)grid.x * grid.y * grid.z;
+    L.stack_size = (size_t)ckt__emu_env_int("CKT_EMU_STACK_KB", 256) * 1024u;
+    if (L.stack_size < 16384)
+        L.stack_size = 16384;
+    L.schedule = CKT_EMU_FORWARD;
+    L.seed = 1;
+    if (ckt__emu_schedule_override >= 0) {
+        L.schedule = ckt__emu_schedule_override;
+        L.seed = ckt__emu_seed_override;
+    } else {
+        const char *s = getenv("CKT_EMU_SCHEDULE");
+        if (s && strcmp(s, "reverse") == 0)
+            L.schedule = CKT_EMU_REVERSE;
+        else if (s && strncmp(s, "shuffle", 7) == 0) {
+            L.schedule = CKT_EMU_SHUFFLE;
+            if (s[7] == ':')
+                L.seed = strtoull(s + 8, NULL, 10);
+        }
+    }
+    pthread_mutex_init(&L.lock, NULL);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int nworkers = ckt__emu_env_int("CKT_EMU_THREADS", ncpu > 0 ? (int)ncpu : 1);
+    if (nworkers < 1)
+        nworkers = 1;
+    if ((unsigned long long)nworkers > L.nblocks)
+        nworkers = (int)L.nblocks;
+    if (nworkers > 64)
+        nworkers = 64;
+    ckt__emu_worker *ws = (ckt__emu_worker *)calloc((size_t)nworkers, sizeof(ckt__emu_worker));
+    pthread_t tids[64];
+    int started = 0, rc = 0;
+    if (!ws)
+        rc = -1;
+    for (int i = 0; rc == 0 && i < nworkers; i++) {
+        if (ckt__emu_worker_init(&ws[i], &L) != 0) {
+            rc = -1;
+            break;
+        }
+        started++;
+    }
+    if (rc != 0) {
+        snprintf(ckt__emu_last_msg, CKT__EMU_MSG_BYTES,
+                 "ckt emulator: out of memory for %u fibers", L.nthreads);
+    } else if (nworkers == 1) {
+        ckt__emu_worker_main(&ws[0]);
+    } else {
+        for (int i = 1; i < nworkers; i++)
+            if (pthread_create(&tids[i], NULL, ckt__emu_worker_main, &ws[i]) != 0)
+                ws[i].launch = NULL; /* the other workers take its blocks */
+        ckt__emu_worker_main(&ws[0]);
+        for (int i = 1; i < nworkers; i++)
+            if (ws[i].launch)
+                pthread_join(tids[i], NULL);
+    }
+    for (int i = 0; i < started; i++)
+        ckt__emu_worker_free(&ws[i]);
+    free(ws);
+    if (rc == 0 && L.failed) {
+        memcpy(ckt__emu_last_msg, L.msg, CKT__EMU_MSG_BYTES);
+        rc = -1;
+    }
+    pthread_mutex_destroy(&L.lock);
+    return rc;
+}
+
+#endif /* CKT_ARCH_CPU_EMULATOR_H */

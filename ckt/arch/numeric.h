@@ -1,0 +1,154 @@
+/* ckt/arch/numeric.h — 16-bit float storage types and their conversions.
+ *
+ *   ckt_f16   IEEE binary16 (fp16), stored as its 16 bits
+ *   ckt_bf16  bfloat16, stored as its 16 bits
+ *
+ * They are storage types: arithmetic happens in fp32 after conversion
+ * (or inside the warp MMA instructions). The same struct is used on every
+ * backend and on the host, so buffers move between them bit for bit.
+ *
+ *   float     ckt_f32_from_f16(ckt_f16 h);
+ *   ckt_f16   ckt_f16_from_f32(float f);     round to nearest even
+ *   float     ckt_f32_from_bf16(ckt_bf16 h);
+ *   ckt_bf16  ckt_bf16_from_f32(float f);    round to nearest even, NaN kept
+ *
+ * On the GPU backends the conversions use the hardware instructions; the
+ * software versions (CPU, host code) give the same bits.
+ */
+#ifndef CKT_ARCH_NUMERIC_H
+#define CKT_ARCH_NUMERIC_H
+
+#include "ckt/arch/config.h"
+
+#include <string.h>
+
+#if defined(CKT_BACKEND_NVIDIA)
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#elif defined(CKT_BACKEND_AMD)
+#include <hip/hip_runtime.h>
+#endif
+
+typedef struct ckt_f16 {
+    uint16_t bits;
+} ckt_f16;
+
+typedef struct ckt_bf16 {
+    uint16_t bits;
+} ckt_bf16;
+
+#define CKT_LOG2E 1.4426950408889634f /* log2(e): exp(x) = exp2(x * CKT_LOG2E) */
+#define CKT_LN2 0.6931471805599453f   /* ln(2) */
+
+CKT_INLINE CKT_HOST_DEVICE uint32_t ckt_bits_from_f32(float f)
+{
+#if defined(CKT_DEVICE_PASS)
+    return __float_as_uint(f);
+#else
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+#endif
+}
+
+CKT_INLINE CKT_HOST_DEVICE float ckt_f32_from_bits(uint32_t u)
+{
+#if defined(CKT_DEVICE_PASS)
+    return __uint_as_float(u);
+#else
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+#endif
+}
+
+/* Software fp32 -> fp16, round to nearest even (also used by device code
+ * where the hardware path is not wired). */
+CKT_INLINE CKT_HOST_DEVICE uint16_t ckt__f16_bits_from_f32_soft(float f)
+{
+    uint32_t x = ckt_bits_from_f32(f);
+    uint32_t sign = (x >> 16) & 0x8000u;
+    uint32_t ax = x & 0x7fffffffu;
+    if (ax >= 0x7f800000u) /* Inf or NaN (quiet NaN keeps a payload bit) */
+        return (uint16_t)(sign | (ax > 0x7f800000u ? 0x7e00u : 0x7c00u));
+    if (ax >= 0x477ff000u) /* >= 65520 rounds to infinity */
+        return (uint16_t)(sign | 0x7c00u);
+    if (ax < 0x38800000u) { /* below 2^-14: fp16 subnormal or zero */
+        /* fp16 subnormal bits = round(|f| * 2^24); the product is exact and
+         * rounding to even by hand keeps this free of the FP environment. */
+        float scaled = ckt_f32_from_bits(ax) * 16777216.0f;
+        uint32_t q = (uint32_t)scaled; /* < 1024 */
+        float frac = scaled - (float)q;
+        if (frac > 0.5f || (frac == 0.5f && (q & 1u)))
+            q++;
+        return (uint16_t)(sign | q);
+    }
+    {
+        uint32_t h = ((((ax >> 23) - 112u) << 10) | ((ax & 0x7fffffu) >> 13));
+        uint32_t rem = ax & 0x1fffu;
+        if (rem > 0x1000u || (rem == 0x1000u && (h & 1u)))
+            h++; /* a carry into the exponent is the correct result */
+        return (uint16_t)(sign | h);
+    }
+}
+
+CKT_INLINE CKT_HOST_DEVICE float ckt__f32_from_f16_bits_soft(uint16_t h)
+{
+    uint32_t sign = ((uint32_t)h & 0x8000u) << 16;
+    uint32_t e = ((uint32_t)h >> 10) & 0x1fu;
+    uint32_t m = (uint32_t)h & 0x3ffu;
+    if (e == 0) { /* zero or subnormal: m * 2^-24 */
+        float v = (float)m * (1.0f / 16777216.0f);
+        return sign ? -v : v;
+    }
+    if (e == 31)
+        return ckt_f32_from_bits(sign | 0x7f800000u | (m << 13));
+    return ckt_f32_from_bits(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+CKT_INLINE CKT_HOST_DEVICE ckt_f16 ckt_f16_from_f32(float f)
+{
+    ckt_f16 r;
+#if defined(CKT_DEVICE_PASS) && defined(CKT_BACKEND_NVIDIA)
+    r.bits = __half_as_ushort(__float2half_rn(f));
+#elif defined(CKT_DEVICE_PASS) && defined(CKT_BACKEND_AMD)
+    _Float16 h = (_Float16)f;
+    r.bits = __builtin_bit_cast(uint16_t, h);
+#else
+    r.bits = ckt__f16_bits_from_f32_soft(f);
+#endif
+    return r;
+}
+
+CKT_INLINE CKT_HOST_DEVICE float ckt_f32_from_f16(ckt_f16 h)
+{
+#if defined(CKT_DEVICE_PASS) && defined(CKT_BACKEND_NVIDIA)
+    return __half2float(__ushort_as_half(h.bits));
+#elif defined(CKT_DEVICE_PASS) && defined(CKT_BACKEND_AMD)
+    return (float)__builtin_bit_cast(_Float16, h.bits);
+#else
+    return ckt__f32_from_f16_bits_soft(h.bits);
+#endif
+}
+
+CKT_INLINE CKT_HOST_DEVICE ckt_bf16 ckt_bf16_from_f32(float f)
+{
+    ckt_bf16 r;
+#if defined(CKT_DEVICE_PASS) && defined(CKT_BACKEND_NVIDIA)
+    r.bits = __bfloat16_as_ushort(__float2bfloat16_rn(f));
+#else
+    uint32_t x = ckt_bits_from_f32(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) /* NaN: keep it a (quiet) NaN */
+        r.bits = (uint16_t)((x >> 16) | 0x0040u);
+    else
+        r.bits = (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+#endif
+    return r;
+}
+
+CKT_INLINE CKT_HOST_DEVICE float ckt_f32_from_bf16(ckt_bf16 h)
+{
+    return ckt_f32_from_bits((uint32_t)h.bits << 16);
+}
+
+#endif /* CKT_ARCH_NUMERIC_H */
