@@ -68,40 +68,56 @@ def _gpu_binary_impl(ctx):
                 elif lib.pic_static_library:
                     libs.append(lib.pic_static_library)
     srcs = [f for f in ctx.files.srcs if not f.path.endswith(".h")]
-    args = []
+    cflags = []
+    linkflags = []
     if backend == "nvidia":
         compiler = ctx.var.get("CKT_NVCC", _NVCC)
-        args += ["-std=c++17", "-O3", "-lineinfo", "-cudart", "static", "-x", "cu"]
+        cflags += ["-std=c++17", "-O3", "-lineinfo", "-x", "cu", "-Xcompiler", "-Wall,-Wno-unused-but-set-variable",
+                   "-Werror", "all-warnings", "-diag-suppress", "177"]
         for a in NVIDIA_ARCHS:
-            args += ["-gencode", "arch=compute_%s,code=sm_%s" % (a, a)]
-        args += ["-Xcompiler", "-Wall", "-Xcudafe", "--display_error_number"]
+            cflags += ["-gencode", "arch=compute_%s,code=sm_%s" % (a, a)]
+        linkflags += ["-cudart", "static"]
+        for a in NVIDIA_ARCHS:
+            linkflags += ["-gencode", "arch=compute_%s,code=sm_%s" % (a, a)]
     elif backend == "amd":
         compiler = ctx.var.get("CKT_HIPCC", _HIPCC)
-        args += ["-std=c++17", "-O3", "-x", "hip", "-Wall", "-Werror",
-                 "-Wno-unused-function", "-Wno-unused-command-line-argument"]
+        cflags += ["-std=c++17", "-O3", "-x", "hip", "-Wall", "-Werror",
+                   "-Wno-unused-function", "-Wno-unused-command-line-argument"]
         for a in AMD_ARCHS:
-            args.append("--offload-arch=" + a)
+            cflags.append("--offload-arch=" + a)
+        for a in AMD_ARCHS:
+            linkflags.append("--offload-arch=" + a)
+        linkflags.append("-lamdhip64")
     else:
         fail("ckt GPU targets need --config=nvidia or --config=amd")
-    args += ["-I."]
+    cflags += ["-I."]
     for inc in includes:
-        args += ["-I" + inc]
+        cflags += ["-I" + inc]
     for d in defines + ctx.attr.defines:
-        args.append("-D" + d)
-    args += ctx.attr.copts
-    args += [f.path for f in srcs]
-    args += ["-x", "none"] if backend == "amd" else []
-    args += [f.path for f in libs]
-    args += ["-o", out.path, "-lpthread", "-lm", "-ldl"]
-    if backend == "amd":
-        args.append("-lamdhip64")
+        cflags.append("-D" + d)
+    cflags += ctx.attr.copts
+    hdrs = depset(ctx.files.srcs, transitive = headers)
+    objs = []
+    for src in srcs:
+        obj = ctx.actions.declare_file("_%s_objs/%s.o" % (ctx.label.name, src.basename))
+        ctx.actions.run_shell(
+            command = compiler + ' "$@"',
+            arguments = cflags + ["-c", src.path, "-o", obj.path],
+            inputs = hdrs,
+            outputs = [obj],
+            mnemonic = "CktGpuCompile",
+            progress_message = "Compiling %s for %s" % (src.short_path, backend),
+            use_default_shell_env = True,
+        )
+        objs.append(obj)
     ctx.actions.run_shell(
         command = compiler + ' "$@"',
-        arguments = args,
-        inputs = depset(ctx.files.srcs + libs, transitive = headers),
+        arguments = linkflags + [o.path for o in objs] + [f.path for f in libs] +
+                    ["-o", out.path, "-lpthread", "-lm", "-ldl"],
+        inputs = objs + libs,
         outputs = [out],
-        mnemonic = "CktGpuCompile",
-        progress_message = "Compiling %s for %s" % (ctx.label, backend),
+        mnemonic = "CktGpuLink",
+        progress_message = "Linking %s for %s" % (ctx.label, backend),
         use_default_shell_env = True,
     )
     return [DefaultInfo(executable = out, files = depset([out]))]

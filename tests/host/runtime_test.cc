@@ -17,7 +17,7 @@ TEST(Runtime, CopiesRoundTripThroughDevice)
     void *a, *b;
     ASSERT_EQ(ckt_rt_malloc(&a, src.size()), CKT_SUCCESS);
     ASSERT_EQ(ckt_rt_malloc(&b, src.size()), CKT_SUCCESS);
-    ckt_stream s;
+    ckt_stream s = NULL;
     ASSERT_EQ(ckt_rt_stream_create(&s), CKT_SUCCESS);
     ASSERT_EQ(ckt_rt_memcpy_async(a, src.data(), src.size(), CKT_H2D, s), CKT_SUCCESS);
     ASSERT_EQ(ckt_rt_memcpy_async(b, a, src.size(), CKT_D2D, s), CKT_SUCCESS);
