@@ -187,3 +187,46 @@ def ckt_kernel_test(name, srcs, deps = [], copts = [], defines = [], size = "sma
         backend = BACKEND,
         target_compatible_with = GPU_ONLY,
     )
+
+def _header_check_impl(ctx):
+    backend = ctx.attr.backend
+    if backend == "nvidia":
+        cmd = ctx.var.get("CKT_NVCC", _NVCC) + " -std=c++17 -x cu -c -o /dev/null -I. " + \
+              "-Werror all-warnings -arch=sm_90a"
+    elif backend == "amd":
+        cmd = ctx.var.get("CKT_HIPCC", _HIPCC) + " -std=c++17 -x hip -c -o /dev/null -I. " + \
+              "-Wall -Werror -Wno-unused-function --offload-arch=gfx90a"
+    else:
+        fail("ckt_header_check needs --config=nvidia or --config=amd")
+    stamp = ctx.actions.declare_file(ctx.label.name + ".ok")
+    script = "set -e\nfor h in %s; do\n  printf '#include \"%%s\"\\n' \"$h\" > \"$TMPDIR/hc.cc\"\n" % \
+             " ".join([f.path for f in ctx.files.hdrs]) + \
+             "  %s \"$TMPDIR/hc.cc\" || { echo \"header $h does not compile alone\"; exit 1; }\ndone\ntouch %s\n" % \
+             (cmd, stamp.path)
+    ctx.actions.run_shell(
+        command = "export TMPDIR=$(mktemp -d)\n" + script,
+        inputs = ctx.files.hdrs,
+        outputs = [stamp],
+        mnemonic = "CktHeaderCheck",
+        progress_message = "Compiling each ckt header alone for %s" % backend,
+        use_default_shell_env = True,
+    )
+    return [DefaultInfo(files = depset([stamp]))]
+
+_header_check = rule(
+    implementation = _header_check_impl,
+    attrs = {
+        "hdrs": attr.label_list(allow_files = [".h"]),
+        "backend": attr.string(mandatory = True),
+    },
+)
+
+def ckt_header_check(name, hdrs):
+    """Builds (in --config=nvidia / amd) only if every header compiles alone
+    with the vendor compiler."""
+    _header_check(
+        name = name,
+        hdrs = hdrs,
+        backend = BACKEND,
+        target_compatible_with = GPU_ONLY,
+    )
