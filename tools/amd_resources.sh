@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Prints the AMD code-object resources of every kernel in a source file, per
+# architecture: VGPRs, AGPRs, SGPRs, scratch (private segment) and LDS (group
+# segment) bytes, spills. Exit status 1 if any kernel uses scratch.
+#
+#   bash tools/amd_resources.sh examples/vector_add/main.c [extra hipcc flags]
+set -euo pipefail
+src=$1; shift
+root=$(cd "$(dirname "$0")/.." && pwd)
+readelf=/usr/lib/llvm-15/bin/llvm-readelf
+[ -x "$readelf" ] || readelf=llvm-readelf
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+abs=$(cd "$(dirname "$src")" && pwd)/$(basename "$src")
+(cd "$tmp" && hipcc -x hip --offload-arch=gfx90a --offload-arch=gfx940 -O3 -std=c++17 \
+   -I"$root" "$@" -c "$abs" -o out.o --save-temps 2>/dev/null)
+scratch=0
+printf '%-8s %-48s %5s %5s %5s %8s %8s %6s\n' arch kernel vgpr agpr sgpr scratch lds spills
+for f in "$tmp"/*-hip-amdgcn-amd-amdhsa-*.out; do
+  arch=${f##*-}; arch=${arch%.out}
+  "$readelf" --notes "$f" | awk -v arch="$arch" '
+    /^  - \.agpr_count:/ { if (name != "") emit(); agpr=$3; next }
+    /\.group_segment_fixed_size:/ { lds=$2 }
+    /^    \.name:/ { name=$2 }
+    /\.private_segment_fixed_size:/ { priv=$2 }
+    /\.sgpr_count:/ { sgpr=$2 }
+    /\.vgpr_count:/ { vgpr=$2 }
+    /\.vgpr_spill_count:/ { vsp=$2 }
+    /\.sgpr_spill_count:/ { ssp=$2 }
+    function emit() { printf "%-8s %-48s %5s %5s %5s %8s %8s %6s\n", arch, substr(name,1,48), vgpr, agpr, sgpr, priv, lds, vsp+ssp; name="" }
+    END { if (name != "") emit() }'
+  if "$readelf" --notes "$f" | grep -q '\.private_segment_fixed_size: [1-9]'; then scratch=1; fi
+done
+exit $scratch
