@@ -75,6 +75,14 @@ CKT_INLINE ckt_dim3 ckt_dim3_make(unsigned x, unsigned y, unsigned z)
     return d;
 }
 
+/* A compile-time check whose message says what to change:
+ *   CKT_STATIC_ASSERT(HDIM % 16 == 0, "HDIM must be a multiple of 16 (the MMA K)"); */
+#ifdef __cplusplus
+#define CKT_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
+#else
+#define CKT_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
+#endif
+
 /* ceil(a / b) for positive b. */
 #define CKT_CEIL_DIV(a, b) (((a) + (b)-1) / (b))
 
