@@ -46,6 +46,15 @@
 #define CKT_INLINE static inline __attribute__((always_inline))
 #endif
 
+/* Fully unroll the next loop on GPUs (its trip count must be a compile-time
+ * constant after inlining): `CKT_UNROLL for (int i = 0; i < N; i++) ...`.
+ * Nothing on the CPU, where unrolling buys nothing for the emulator. */
+#if defined(CKT_BACKEND_CPU)
+#define CKT_UNROLL
+#else
+#define CKT_UNROLL _Pragma("unroll")
+#endif
+
 /* True while compiling code that runs on a GPU (device pass of nvcc/hipcc). */
 #if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
 #define CKT_DEVICE_PASS 1

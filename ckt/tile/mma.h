@@ -1,0 +1,316 @@
+/* ckt/tile/mma.h — warp MMA fragments and the block GEMM built on them.
+ *
+ * A warp computes a WM x WN tile of C += A (WM x WK) * B (WK x WN) with the
+ * warp matrix instruction of the target:
+ *
+ *   NVIDIA (and the emulator's nv profile): mma.sync m16n8k16, fp16/bf16 in,
+ *   fp32 accumulate. Fragments (PTX ISA, "Matrix Fragments for mma.m16n8k16
+ *   with floating point type"), with g = lane / 4 and t = lane % 4:
+ *
+ *     A 16x16, 8 halves in 4 regs:  a[i] at row g + 8*((i/2)%2), col 2t + i%2 + 8*(i/4)
+ *     B 16x8,  4 halves in 2 regs:  b[i] at k   2t + i%2 + 8*(i/2),  n   g
+ *     C 16x8,  4 floats:            c[i] at row g + 8*(i/2),         col 2t + i%2
+ *
+ *          C fragment of one m16n8 tile (lane numbers):
+ *                 col 0-1  2-3  4-5  6-7
+ *          row 0     0     1    2    3        rows 8..15: the same lanes,
+ *          row 1     4     5    6    7        registers c[2], c[3]
+ *          ...
+ *          row 7    28    29   30   31
+ *
+ * A warp tile holds (WM/16) x (WN/8) such C tiles; register i of the
+ * accumulator belongs to C tile (i / 4) in row-major order over the
+ * (WM/16) x (WN/8) grid, element i % 4 of it (ckt_warp_acc_coord()).
+ *
+ * Shared-memory operands are read with ldmatrix: A from a row-major [m][k]
+ * tile, B from an [n][k] tile (ckt_warp_load_b_nk, "B transposed", e.g. K in
+ * attention) or a [k][n] tile (ckt_warp_load_b_kn, ldmatrix.trans, e.g. V).
+ * A shared tile is described by ckt_smem_tile: base, row pitch in elements,
+ * and an XOR swizzle of 16-byte chunks (see ckt_smem_tile_offset).
+ */
+#ifndef CKT_TILE_MMA_H
+#define CKT_TILE_MMA_H
+
+#include "ckt/arch/arch.h"
+#include "ckt/tile/view.h"
+
+#if defined(CKT_HAS_MMA_SYNC)
+
+#define CKT_MMA_M 16
+#define CKT_MMA_N 8
+#define CKT_MMA_K 16
+
+/* Per-lane register counts of a warp tile. */
+#define CKT_WARP_A_REGS(WM, WK) (((WM) / 16) * ((WK) / 16) * 4)  /* uint32: 2 halves each */
+#define CKT_WARP_B_REGS(WK, WN) (((WK) / 16) * ((WN) / 8) * 2)   /* uint32: 2 halves each */
+
+#define CKT_WARP_TILE_CHECK(WM, WN, WK)                                                            \
+    CKT_STATIC_ASSERT((WM) % 16 == 0, "warp tile M must be a multiple of 16 (mma.sync M)");      \
+    CKT_STATIC_ASSERT((WN) % 16 == 0,                                                             \
+                      "warp tile N must be a multiple of 16 (ldmatrix.x4 loads two n8 tiles)");  \
+    CKT_STATIC_ASSERT((WK) % 16 == 0, "warp tile K must be a multiple of 16 (mma.sync K)")
+
+#elif defined(CKT_HAS_MFMA)
+
+#define CKT_MMA_M 32
+#define CKT_MMA_N 32
+#define CKT_MMA_K 8
+
+#define CKT_WARP_A_REGS(WM, WK) (((WM) / 32) * ((WK) / 8) * 2) /* uint32: 2 halves each */
+#define CKT_WARP_B_REGS(WK, WN) (((WK) / 8) * ((WN) / 32) * 2)
+
+#define CKT_WARP_TILE_CHECK(WM, WN, WK)                                                            \
+    CKT_STATIC_ASSERT((WM) % 32 == 0, "warp tile M must be a multiple of 32 (MFMA 32x32x8 M)");  \
+    CKT_STATIC_ASSERT((WN) % 32 == 0, "warp tile N must be a multiple of 32 (MFMA 32x32x8 N)");  \
+    CKT_STATIC_ASSERT((WK) % 8 == 0, "warp tile K must be a multiple of 8 (MFMA 32x32x8 K)")
+
+#endif
+
+/* CKT_WARP_ACC_PAIRS: 1 if accumulator registers 2j and 2j+1 of a lane hold
+ * adjacent columns of one row (mma.sync: store them as one 32-bit pair), 0 if
+ * they hold adjacent rows of one column (MFMA). */
+#if defined(CKT_HAS_MMA_SYNC)
+#define CKT_WARP_ACC_PAIRS 1
+#else
+#define CKT_WARP_ACC_PAIRS 0
+#endif
+
+/* fp32 accumulators per lane of a WM x WN warp tile: every lane holds the same
+ * share of the tile on either instruction. */
+#define CKT_WARP_ACC_REGS(WM, WN) ((WM) * (WN) / CKT_WARP_SIZE)
+
+/* >>shared tiles */
+
+/* A 2-D tile of 16-bit elements in shared memory, row-major with a row pitch
+ * (elements) and an optional XOR swizzle: the 16-byte chunk c of row r is
+ * stored at chunk c ^ (r % 8) (swizzle = 1, needs pitch >= 64 elements, a
+ * multiple of 64), so the 8 rows an ldmatrix reads in one phase fall in 8
+ * different bank groups:
+ *
+ *   bytes:  0    16   32   48   64   80   96  112   (128 B = all 32 banks)
+ *   row 0: c0   c1   c2   c3   c4   c5   c6   c7
+ *   row 1: c1   c0   c3   c2   c5   c4   c7   c6
+ *   row 2: c2   c3   c0   c1   c6   c7   c4   c5
+ *   ...     (column c of the tile is in chunk c ^ r of the row)
+ *
+ * Without swizzle, pad the pitch by 8 elements (16 bytes) instead. */
+typedef struct ckt_smem_tile {
+    uint16_t *base;
+    int pitch;   /* elements per row */
+    int swizzle; /* 0: plain; 1: 16-byte chunk ^= row % 8 */
+} ckt_smem_tile;
+
+CKT_INLINE CKT_HOST_DEVICE ckt_smem_tile ckt_smem_tile_make(void *base, int pitch, int swizzle)
+{
+    ckt_smem_tile t;
+    t.base = (uint16_t *)base;
+    t.pitch = pitch;
+    t.swizzle = swizzle;
+    return t;
+}
+
+/* Element offset of (r, c); c and the 8-element chunk it sits in keep their
+ * position within the chunk. */
+CKT_INLINE CKT_HOST_DEVICE int ckt_smem_tile_offset(ckt_smem_tile t, int r, int c)
+{
+    int chunk = c >> 3;
+    if (t.swizzle)
+        chunk ^= r & 7;
+    return r * t.pitch + (chunk << 3) + (c & 7);
+}
+
+CKT_INLINE CKT_HOST_DEVICE uint16_t *ckt_smem_tile_ptr(ckt_smem_tile t, int r, int c)
+{
+    return t.base + ckt_smem_tile_offset(t, r, c);
+}
+
+#if defined(CKT_HAS_MMA_SYNC)
+
+/* >>NVIDIA: mma.sync m16n8k16 */
+
+/* Row and column (in the WM x WN warp tile) of accumulator register i of lane. */
+CKT_INLINE CKT_HOST_DEVICE void ckt_warp_acc_coord(int *row, int *col, int i, int lane, int WM,
+                                                   int WN)
+{
+    int tile = i >> 2, e = i & 3, tiles_n = WN / 8;
+    (void)WM;
+    *row = (tile / tiles_n) * 16 + (lane >> 2) + 8 * (e >> 1);
+    *col = (tile % tiles_n) * 8 + 2 * (lane & 3) + (e & 1);
+}
+
+/* >>loads from shared memory */
+
+/* a[] <- A[row0 .. +WM][k0 .. +WK] of a row-major [m][k] shared tile.
+ * Register layout: for each m16 tile mi and k16 step ki: 4 registers at
+ * a[(mi * (WK/16) + ki) * 4]. One ldmatrix.x4 per 16x16 block: lane l gives
+ * the address of row l%16, column 8*(l/16) of the block. */
+CKT_INLINE CKT_DEVICE void ckt_warp_load_a(uint32_t *a, ckt_smem_tile s, int row0, int k0, int WM,
+                                           int WK)
+{
+    int lane = (int)ckt_lane_id();
+    CKT_UNROLL
+    for (int mi = 0; mi < WM / 16; mi++)
+        CKT_UNROLL
+        for (int ki = 0; ki < WK / 16; ki++)
+            ckt_ldmatrix_x4(&a[(mi * (WK / 16) + ki) * 4],
+                            ckt_smem_tile_ptr(s, row0 + mi * 16 + (lane & 15), k0 + ki * 16 + 8 * (lane >> 4)));
+}
+
+/* b[] <- B[k0 .. +WK][n0 .. +WN] read from an [n][k] shared tile (B^T stored
+ * row-major). Layout: for each k16 step ki and n8 tile ni: 2 registers at
+ * b[(ki * (WN/8) + ni) * 2]. One ldmatrix.x4 per 16(n) x 16(k) block yields two
+ * n8 tiles: lane l gives row n = l%8 + 8*(l/16), column k = 8*((l/8)%2). */
+CKT_INLINE CKT_DEVICE void ckt_warp_load_b_nk(uint32_t *b, ckt_smem_tile s, int n0, int k0, int WK,
+                                              int WN)
+{
+    int lane = (int)ckt_lane_id();
+    CKT_UNROLL
+    for (int ki = 0; ki < WK / 16; ki++)
+        CKT_UNROLL
+        for (int nj = 0; nj < WN / 16; nj++) {
+            uint32_t r[4];
+            ckt_ldmatrix_x4(r, ckt_smem_tile_ptr(s, n0 + nj * 16 + (lane & 7) + 8 * (lane >> 4),
+                                                 k0 + ki * 16 + 8 * ((lane >> 3) & 1)));
+            uint32_t *lo = &b[(ki * (WN / 8) + 2 * nj) * 2], *hi = lo + 2;
+            lo[0] = r[0];
+            lo[1] = r[1];
+            hi[0] = r[2];
+            hi[1] = r[3];
+        }
+}
+
+/* b[] <- B[k0 .. +WK][n0 .. +WN] read from a row-major [k][n] shared tile with
+ * ldmatrix.trans (same register layout as ckt_warp_load_b_nk): lane l gives
+ * row k = l%8 + 8*((l/8)%2), column n = 8*(l/16). */
+CKT_INLINE CKT_DEVICE void ckt_warp_load_b_kn(uint32_t *b, ckt_smem_tile s, int k0, int n0, int WK,
+                                              int WN)
+{
+    int lane = (int)ckt_lane_id();
+    CKT_UNROLL
+    for (int ki = 0; ki < WK / 16; ki++)
+        CKT_UNROLL
+        for (int nj = 0; nj < WN / 16; nj++) {
+            uint32_t r[4];
+            ckt_ldmatrix_x4_trans(r, ckt_smem_tile_ptr(s, k0 + ki * 16 + (lane & 7) + 8 * ((lane >> 3) & 1),
+                                                       n0 + nj * 16 + 8 * (lane >> 4)));
+            uint32_t *lo = &b[(ki * (WN / 8) + 2 * nj) * 2], *hi = lo + 2;
+            lo[0] = r[0];
+            lo[1] = r[1];
+            hi[0] = r[2];
+            hi[1] = r[3];
+        }
+}
+
+/* >>warp MMA */
+
+/* acc[WM x WN] += A[WM x WK] * B[WK x WN]; bf16 selects bf16 inputs (else fp16). */
+CKT_INLINE CKT_DEVICE void ckt_warp_mma(float *acc, const uint32_t *a, const uint32_t *b, int WM,
+                                        int WN, int WK, int bf16)
+{
+    CKT_UNROLL
+    for (int ki = 0; ki < WK / 16; ki++)
+        CKT_UNROLL
+        for (int mi = 0; mi < WM / 16; mi++)
+            CKT_UNROLL
+            for (int ni = 0; ni < WN / 8; ni++) {
+                float *c = &acc[(mi * (WN / 8) + ni) * 4];
+                const uint32_t *af = &a[(mi * (WK / 16) + ki) * 4];
+                const uint32_t *bf = &b[(ki * (WN / 8) + ni) * 2];
+                if (bf16)
+                    ckt_mma_m16n8k16_bf16(c, af, bf, c);
+                else
+                    ckt_mma_m16n8k16_f16(c, af, bf, c);
+            }
+}
+
+#elif defined(CKT_HAS_MFMA)
+
+/* >>CDNA: MFMA 32x32x8 (layouts in ckt/arch/mma.h), with i = lane % 32 and
+ * h = lane / 32: A fragment = A[i][4h .. 4h+3], B fragment = B[4h .. 4h+3][i],
+ * accumulator register r = D[8 (r/4) + 4h + r%4][i]. A warp tile holds
+ * (WM/32) x (WN/32) accumulator tiles of 16 registers, row-major. */
+
+CKT_INLINE CKT_HOST_DEVICE void ckt_warp_acc_coord(int *row, int *col, int i, int lane, int WM,
+                                                   int WN)
+{
+    int tile = i >> 4, r = i & 15, tiles_n = WN / 32;
+    (void)WM;
+    *row = (tile / tiles_n) * 32 + 8 * (r >> 2) + 4 * (lane >> 5) + (r & 3);
+    *col = (tile % tiles_n) * 32 + (lane & 31);
+}
+
+/* a[] <- A[row0 .. +WM][k0 .. +WK] of a row-major [m][k] shared tile: one
+ * 8-byte LDS read per (m32 tile mi, k8 step ki), at a[(mi * (WK/8) + ki) * 2]. */
+CKT_INLINE CKT_DEVICE void ckt_warp_load_a(uint32_t *a, ckt_smem_tile s, int row0, int k0, int WM,
+                                           int WK)
+{
+    int lane = (int)ckt_lane_id();
+    CKT_UNROLL
+    for (int mi = 0; mi < WM / 32; mi++)
+        CKT_UNROLL
+        for (int ki = 0; ki < WK / 8; ki++) {
+            const uint32_t *src = (const uint32_t *)ckt_smem_tile_ptr(
+                s, row0 + mi * 32 + (lane & 31), k0 + ki * 8 + 4 * (lane >> 5));
+            a[(mi * (WK / 8) + ki) * 2] = src[0];
+            a[(mi * (WK / 8) + ki) * 2 + 1] = src[1];
+        }
+}
+
+/* b[] <- B[k0 .. +WK][n0 .. +WN] from an [n][k] shared tile: contiguous k, one
+ * 8-byte read per (k8 step ki, n32 tile ni), at b[(ki * (WN/32) + ni) * 2]. */
+CKT_INLINE CKT_DEVICE void ckt_warp_load_b_nk(uint32_t *b, ckt_smem_tile s, int n0, int k0, int WK,
+                                              int WN)
+{
+    int lane = (int)ckt_lane_id();
+    CKT_UNROLL
+    for (int ki = 0; ki < WK / 8; ki++)
+        CKT_UNROLL
+        for (int ni = 0; ni < WN / 32; ni++) {
+            const uint32_t *src = (const uint32_t *)ckt_smem_tile_ptr(
+                s, n0 + ni * 32 + (lane & 31), k0 + ki * 8 + 4 * (lane >> 5));
+            b[(ki * (WN / 32) + ni) * 2] = src[0];
+            b[(ki * (WN / 32) + ni) * 2 + 1] = src[1];
+        }
+}
+
+/* b[] <- B[k0 .. +WK][n0 .. +WN] from a row-major [k][n] shared tile: the four
+ * k values of a lane are in four rows, gathered with 2-byte reads. */
+CKT_INLINE CKT_DEVICE void ckt_warp_load_b_kn(uint32_t *b, ckt_smem_tile s, int k0, int n0, int WK,
+                                              int WN)
+{
+    int lane = (int)ckt_lane_id();
+    CKT_UNROLL
+    for (int ki = 0; ki < WK / 8; ki++)
+        CKT_UNROLL
+        for (int ni = 0; ni < WN / 32; ni++) {
+            int k = k0 + ki * 8 + 4 * (lane >> 5), n = n0 + ni * 32 + (lane & 31);
+            uint32_t e0 = *ckt_smem_tile_ptr(s, k, n), e1 = *ckt_smem_tile_ptr(s, k + 1, n);
+            uint32_t e2 = *ckt_smem_tile_ptr(s, k + 2, n), e3 = *ckt_smem_tile_ptr(s, k + 3, n);
+            b[(ki * (WN / 32) + ni) * 2] = e0 | (e1 << 16);
+            b[(ki * (WN / 32) + ni) * 2 + 1] = e2 | (e3 << 16);
+        }
+}
+
+/* acc[WM x WN] += A[WM x WK] * B[WK x WN]; bf16 selects bf16 inputs. */
+CKT_INLINE CKT_DEVICE void ckt_warp_mma(float *acc, const uint32_t *a, const uint32_t *b, int WM,
+                                        int WN, int WK, int bf16)
+{
+    CKT_UNROLL
+    for (int ki = 0; ki < WK / 8; ki++)
+        CKT_UNROLL
+        for (int mi = 0; mi < WM / 32; mi++)
+            CKT_UNROLL
+            for (int ni = 0; ni < WN / 32; ni++) {
+                float *c = &acc[(mi * (WN / 32) + ni) * 16];
+                const uint32_t *af = &a[(mi * (WK / 8) + ki) * 2];
+                const uint32_t *bf = &b[(ki * (WN / 32) + ni) * 2];
+                if (bf16)
+                    ckt_mfma_32x32x8_bf16(c, af, bf, c);
+                else
+                    ckt_mfma_32x32x8_f16(c, af, bf, c);
+            }
+}
+
+#endif /* CKT_HAS_MMA_SYNC / CKT_HAS_MFMA */
+
+#endif /* CKT_TILE_MMA_H */
