@@ -5,9 +5,9 @@
  * A is row-major [M][K] (lda >= K). B is row-major [K][N] ("NN", ldb >= N) or
  * stored transposed as [N][K] ("NT", ldb >= K). C is row-major [M][N].
  *
- * Block tile 128 x 128 x 32, 4 warps (NVIDIA) or wavefronts (CDNA) in 2 x 2,
- * each a 64 x 64 warp tile;
- * a 4-stage cp.async ring in shared memory (ckt/tile/pipeline.h); A and B read
+ * Block tile 128 x 256 x 32 (NVIDIA, 8 warps) or 128 x 128 x 32 (CDNA, 4
+ * wavefronts), each warp a 64 x 64 tile;
+ * a multi-stage cp.async ring in shared memory (ckt/tile/pipeline.h); A and B read
  * from shared memory into mma.sync fragments (ldmatrix) on NVIDIA, MFMA
  * 32x32x8 fragments on CDNA (ckt/tile/mma.h).
  * Any M, N, K: the edge tiles are masked (cp.async zero-fills past the valid
@@ -20,15 +20,38 @@
 #include "ckt/host.h"
 #include "ckt/tile.h"
 
+/* Tile configuration; each may be overridden with -D for experiments.
+ * NVIDIA: 128 x 256 x 32, 8 warps of 64 x 64, 4 stages (122 KB of shared
+ * memory: 1 block per SM). CDNA: 128 x 128 x 32, 4 wavefronts of 64 x 64,
+ * 2 stages (40 KB of the 64 KB LDS). */
+#if defined(CKT_HAS_MFMA)
+#define GEMM__BN_DEFAULT 128
+#define GEMM__STAGES_DEFAULT 2
+#else
+#define GEMM__BN_DEFAULT 256
+#define GEMM__STAGES_DEFAULT 4
+#endif
+#ifndef GEMM_BM
 #define GEMM_BM 128
-#define GEMM_BN 128
+#endif
+#ifndef GEMM_BN
+#define GEMM_BN GEMM__BN_DEFAULT
+#endif
+#ifndef GEMM_BK
 #define GEMM_BK 32
+#endif
+#ifndef GEMM_WM
 #define GEMM_WM 64
+#endif
+#ifndef GEMM_WN
 #define GEMM_WN 64
+#endif
 #define GEMM_WARPS_M (GEMM_BM / GEMM_WM)
 #define GEMM_WARPS_N (GEMM_BN / GEMM_WN)
 #define GEMM_THREADS (GEMM_WARPS_M * GEMM_WARPS_N * CKT_WARP_SIZE)
-#define GEMM_STAGES 4
+#ifndef GEMM_STAGES
+#define GEMM_STAGES GEMM__STAGES_DEFAULT
+#endif
 #define GEMM_PAD 8 /* elements of padding per shared row: rows 16 bytes apart in banks */
 
 /* Shared memory per stage (elements): A tile [BM][BK + PAD], B tile as stored. */
@@ -51,6 +74,8 @@ typedef struct gemm_params {
 #if defined(CKT_HAS_MMA_SYNC) || defined(CKT_HAS_MFMA)
 
 CKT_WARP_TILE_CHECK(GEMM_WM, GEMM_WN, GEMM_BK);
+#define GEMM_KSTEPS (GEMM_BK / 16)
+CKT_STATIC_ASSERT(GEMM_BK % 32 == 0, "GEMM_BK must be a multiple of 32 (two 16-deep k-steps alternate fragment buffers)");
 CKT_PIPE_CHECK(GEMM_STAGES);
 
 /* Issues the async copies of one k-tile: rows x cols elements of the window
@@ -71,6 +96,30 @@ CKT_INLINE CKT_DEVICE void gemm_load_tile_async(ckt_smem_tile s, const ckt_windo
         const void *src = valid ? (const void *)ckt_window2d_ptr(w, r, c, 2) : w->view.base;
         ckt_cp_async_16(ckt_smem_tile_ptr(s, r, c), src, (unsigned)valid * 2u);
     }
+}
+
+/* Issues the async copies of the next k-tile of A and B and moves the windows. */
+CKT_INLINE CKT_DEVICE void gemm_issue_tile(ckt_smem_tile sa, ckt_smem_tile sb, ckt_window2d *wa,
+                                           ckt_window2d *wb, int b_nk, int tid)
+{
+    gemm_load_tile_async(sa, wa, GEMM_BM, GEMM_BK, tid);
+    if (b_nk)
+        gemm_load_tile_async(sb, wb, GEMM_BN, GEMM_BK, tid);
+    else
+        gemm_load_tile_async(sb, wb, GEMM_BK, GEMM_BN, tid);
+    ckt_window2d_move(wa, 0, GEMM_BK);
+    ckt_window2d_move(wb, b_nk ? 0 : GEMM_BK, b_nk ? GEMM_BK : 0);
+}
+
+/* This warp's A and B fragments for k-step [k, k + 16) of a shared stage. */
+CKT_INLINE CKT_DEVICE void gemm_load_frags(uint32_t *af, uint32_t *bfr, ckt_smem_tile sa,
+                                           ckt_smem_tile sb, int k, int wm, int wn, int b_nk)
+{
+    ckt_warp_load_a(af, sa, wm * GEMM_WM, k, GEMM_WM, 16);
+    if (b_nk)
+        ckt_warp_load_b_nk(bfr, sb, wn * GEMM_WN, k, 16, GEMM_WN);
+    else
+        ckt_warp_load_b_kn(bfr, sb, k, wn * GEMM_WN, 16, GEMM_WN);
 }
 
 /* The whole block computation; b_nk and bf16 are compile-time constants at
@@ -100,44 +149,44 @@ CKT_INLINE CKT_DEVICE void gemm_block(const gemm_params *p, int b_nk, int bf16)
 
     /* prologue: STAGES - 1 tiles in flight */
     for (int s = 0; s < GEMM_STAGES - 1; s++) {
-        if (s < kt_count) {
-            gemm_load_tile_async(GEMM_A_SMEM(s), &wa, GEMM_BM, GEMM_BK, tid);
-            if (b_nk)
-                gemm_load_tile_async(GEMM_B_SMEM(s), &wb, GEMM_BN, GEMM_BK, tid);
-            else
-                gemm_load_tile_async(GEMM_B_SMEM(s), &wb, GEMM_BK, GEMM_BN, tid);
-            ckt_window2d_move(&wa, 0, GEMM_BK);
-            ckt_window2d_move(&wb, b_nk ? 0 : GEMM_BK, b_nk ? GEMM_BK : 0);
-        }
+        if (s < kt_count)
+            gemm_issue_tile(GEMM_A_SMEM(s), GEMM_B_SMEM(s), &wa, &wb, b_nk, tid);
         ckt_pipe_commit();
     }
 
-    for (int kt = 0; kt < kt_count; kt++) {
-        ckt_pipe_wait(GEMM_STAGES);
-        int next = kt + GEMM_STAGES - 1;
-        if (next < kt_count) {
-            int st = ckt_pipe_stage(next, GEMM_STAGES);
-            gemm_load_tile_async(GEMM_A_SMEM(st), &wa, GEMM_BM, GEMM_BK, tid);
-            if (b_nk)
-                gemm_load_tile_async(GEMM_B_SMEM(st), &wb, GEMM_BN, GEMM_BK, tid);
-            else
-                gemm_load_tile_async(GEMM_B_SMEM(st), &wb, GEMM_BK, GEMM_BN, tid);
-            ckt_window2d_move(&wa, 0, GEMM_BK);
-            ckt_window2d_move(&wb, b_nk ? 0 : GEMM_BK, b_nk ? GEMM_BK : 0);
-        }
-        ckt_pipe_commit();
+    /* Fragments are double-buffered: while the MMAs of k-step ks run, the
+     * fragments of ks + 1 (the next k-tile's first step at the end of a tile)
+     * are loaded into the other buffer. */
+    uint32_t af[2][CKT_WARP_A_REGS(GEMM_WM, 16)], bfr[2][CKT_WARP_B_REGS(16, GEMM_WN)];
+    ckt_pipe_wait(GEMM_STAGES); /* tile 0 has landed */
+    gemm_load_frags(af[0], bfr[0], GEMM_A_SMEM(0), GEMM_B_SMEM(0), 0, wm, wn, b_nk);
 
-        int st = ckt_pipe_stage(kt, GEMM_STAGES);
-        ckt_smem_tile sa = GEMM_A_SMEM(st), sb = GEMM_B_SMEM(st);
+    for (int kt = 0; kt < kt_count; kt++) {
+        const int st = ckt_pipe_stage(kt, GEMM_STAGES);
         CKT_UNROLL
-        for (int kk = 0; kk < GEMM_BK; kk += 16) {
-            uint32_t af[CKT_WARP_A_REGS(GEMM_WM, 16)], bfr[CKT_WARP_B_REGS(16, GEMM_WN)];
-            ckt_warp_load_a(af, sa, wm * GEMM_WM, kk, GEMM_WM, 16);
-            if (b_nk)
-                ckt_warp_load_b_nk(bfr, sb, wn * GEMM_WN, kk, 16, GEMM_WN);
-            else
-                ckt_warp_load_b_kn(bfr, sb, kk, wn * GEMM_WN, 16, GEMM_WN);
-            ckt_warp_mma(acc, af, bfr, GEMM_WM, GEMM_WN, 16, bf16);
+        for (int ks = 0; ks < GEMM_KSTEPS; ks++) {
+            if (ks == 0) {
+                /* refill the stage that tile kt - 1 used: every thread has its
+                 * fragments in registers since the barrier that ended tile kt - 1 */
+                int next = kt + GEMM_STAGES - 1;
+                if (next < kt_count) {
+                    int sn = ckt_pipe_stage(next, GEMM_STAGES);
+                    gemm_issue_tile(GEMM_A_SMEM(sn), GEMM_B_SMEM(sn), &wa, &wb, b_nk, tid);
+                }
+                ckt_pipe_commit();
+            }
+            if (ks < GEMM_KSTEPS - 1) {
+                gemm_load_frags(af[(ks + 1) & 1], bfr[(ks + 1) & 1], GEMM_A_SMEM(st), GEMM_B_SMEM(st),
+                                (ks + 1) * 16, wm, wn, b_nk);
+            } else {
+                ckt_pipe_wait(GEMM_STAGES); /* tile kt + 1 has landed; stage st is free */
+                if (kt + 1 < kt_count) {
+                    int sn = ckt_pipe_stage(kt + 1, GEMM_STAGES);
+                    gemm_load_frags(af[(ks + 1) & 1], bfr[(ks + 1) & 1], GEMM_A_SMEM(sn),
+                                    GEMM_B_SMEM(sn), 0, wm, wn, b_nk);
+                }
+            }
+            ckt_warp_mma(acc, af[ks & 1], bfr[ks & 1], GEMM_WM, GEMM_WN, 16, bf16);
         }
     }
 #undef GEMM_A_SMEM
