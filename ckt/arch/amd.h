@@ -5,6 +5,7 @@
 
 #include "ckt/arch/config.h"
 #include "ckt/arch/numeric.h"
+#include "ckt/arch/vector.h"
 
 #if defined(CKT_BACKEND_AMD)
 
@@ -64,6 +65,194 @@ CKT_INLINE CKT_DEVICE float ckt_rcpf_fast(float x) { return __builtin_amdgcn_rcp
 /* >>atomics */
 CKT_INLINE CKT_DEVICE int ckt_atomic_add_i32(int *p, int v) { return atomicAdd(p, v); }
 CKT_INLINE CKT_DEVICE float ckt_atomic_add_f32(float *p, float v) { return atomicAdd(p, v); }
+
+/* >>memory operations (API and semantics: ckt/arch/memory.h) */
+
+/* No cp.async on CDNA: the copy happens at once (a load and an LDS store),
+ * commit and wait do nothing. CKT_HAS_CP_ASYNC stays undefined. */
+CKT_INLINE CKT_DEVICE void ckt__copy_zero_fill(void *smem, const void *gmem, unsigned bytes,
+                                               unsigned src_bytes)
+{
+    unsigned char *d = (unsigned char *)smem;
+    const unsigned char *s = (const unsigned char *)gmem;
+    for (unsigned i = 0; i < bytes; i++)
+        d[i] = i < src_bytes ? s[i] : 0;
+}
+CKT_INLINE CKT_DEVICE void ckt_cp_async_16(void *smem, const void *gmem, unsigned src_bytes)
+{
+    if (src_bytes >= 16)
+        *(uint4 *)smem = *(const uint4 *)gmem;
+    else
+        ckt__copy_zero_fill(smem, gmem, 16, src_bytes);
+}
+CKT_INLINE CKT_DEVICE void ckt_cp_async_8(void *smem, const void *gmem, unsigned src_bytes)
+{
+    if (src_bytes >= 8)
+        *(uint2 *)smem = *(const uint2 *)gmem;
+    else
+        ckt__copy_zero_fill(smem, gmem, 8, src_bytes);
+}
+CKT_INLINE CKT_DEVICE void ckt_cp_async_4(void *smem, const void *gmem, unsigned src_bytes)
+{
+    if (src_bytes >= 4)
+        *(uint32_t *)smem = *(const uint32_t *)gmem;
+    else
+        ckt__copy_zero_fill(smem, gmem, 4, src_bytes);
+}
+CKT_INLINE CKT_DEVICE void ckt_cp_async_commit(void) {}
+CKT_INLINE CKT_DEVICE void ckt_cp_async_wait(unsigned n) { (void)n; }
+CKT_INLINE CKT_DEVICE void ckt_cp_async_wait_all(void) {}
+
+/* Buffer loads/stores through the LLVM raw buffer intrinsics (clang 15 has no
+ * __builtin_amdgcn_raw_buffer_* yet): rsrc is the 128-bit buffer resource,
+ * voffset the per-lane byte offset, soffset a uniform one, aux the cache bits. */
+typedef int ckt__i32x2 __attribute__((ext_vector_type(2)));
+typedef int ckt__i32x4 __attribute__((ext_vector_type(4)));
+__device__ int ckt__amd_raw_buffer_load_b32(ckt__i32x4 rsrc, int voffset, int soffset, int aux)
+    __asm("llvm.amdgcn.raw.buffer.load.i32");
+__device__ ckt__i32x2 ckt__amd_raw_buffer_load_b64(ckt__i32x4 rsrc, int voffset, int soffset,
+                                                   int aux) __asm("llvm.amdgcn.raw.buffer.load.v2i32");
+__device__ ckt__i32x4 ckt__amd_raw_buffer_load_b128(ckt__i32x4 rsrc, int voffset, int soffset,
+                                                    int aux) __asm("llvm.amdgcn.raw.buffer.load.v4i32");
+__device__ void ckt__amd_raw_buffer_store_b32(int v, ckt__i32x4 rsrc, int voffset, int soffset,
+                                              int aux) __asm("llvm.amdgcn.raw.buffer.store.i32");
+__device__ void ckt__amd_raw_buffer_store_b64(ckt__i32x2 v, ckt__i32x4 rsrc, int voffset,
+                                              int soffset, int aux)
+    __asm("llvm.amdgcn.raw.buffer.store.v2i32");
+__device__ void ckt__amd_raw_buffer_store_b128(ckt__i32x4 v, ckt__i32x4 rsrc, int voffset,
+                                               int soffset, int aux)
+    __asm("llvm.amdgcn.raw.buffer.store.v4i32");
+
+/* Word 3 of the buffer resource on GFX9/CDNA: DATA_FORMAT (bits 15-18) = 4,
+ * BUF_DATA_FORMAT_32 (zero would mark the buffer invalid), all else 0. */
+#define CKT__AMD_BUFFER_WORD3 0x00020000
+/* An offset past every range (num_records < 2^31): the access is dropped and
+ * a load returns zeros. */
+#define CKT__AMD_BUFFER_OOB ((int)0x80000000u)
+
+/* The buffer resource of [base, base + num_bytes): base address (48 bits),
+ * stride 0 (so the range is counted in bytes), num_records = num_bytes. */
+CKT_INLINE CKT_DEVICE ckt__i32x4 ckt__amd_buffer_rsrc(const void *base, int64_t num_bytes)
+{
+    uint64_t a = (uint64_t)(uintptr_t)base;
+    ckt__i32x4 r;
+    r.x = (int)(uint32_t)a;
+    r.y = (int)(uint32_t)((a >> 32) & 0xffffu);
+    r.z = (int)(num_bytes > 0x7fffffff ? 0x7fffffff : num_bytes);
+    r.w = CKT__AMD_BUFFER_WORD3;
+    return r;
+}
+/* The lane's voffset: byte_offset when the whole access is in range, else
+ * CKT__AMD_BUFFER_OOB (all or nothing, as on the other backends). */
+CKT_INLINE CKT_DEVICE int ckt__amd_buffer_voffset(int64_t num_bytes, int64_t off, int64_t n)
+{
+    return off >= 0 && off <= num_bytes - n ? (int)off : CKT__AMD_BUFFER_OOB;
+}
+CKT_INLINE CKT_DEVICE uint32_t ckt_buffer_load_u32(const void *base, int64_t num_bytes, int64_t off)
+{
+    return (uint32_t)ckt__amd_raw_buffer_load_b32(ckt__amd_buffer_rsrc(base, num_bytes),
+                                                  ckt__amd_buffer_voffset(num_bytes, off, 4), 0, 0);
+}
+CKT_INLINE CKT_DEVICE ckt_u32x2 ckt_buffer_load_u32x2(const void *base, int64_t num_bytes, int64_t off)
+{
+    ckt__i32x2 v = ckt__amd_raw_buffer_load_b64(ckt__amd_buffer_rsrc(base, num_bytes),
+                                                ckt__amd_buffer_voffset(num_bytes, off, 8), 0, 0);
+    return ckt_u32x2_make((uint32_t)v.x, (uint32_t)v.y);
+}
+CKT_INLINE CKT_DEVICE ckt_u32x4 ckt_buffer_load_u32x4(const void *base, int64_t num_bytes, int64_t off)
+{
+    ckt__i32x4 v = ckt__amd_raw_buffer_load_b128(ckt__amd_buffer_rsrc(base, num_bytes),
+                                                 ckt__amd_buffer_voffset(num_bytes, off, 16), 0, 0);
+    return ckt_u32x4_make((uint32_t)v.x, (uint32_t)v.y, (uint32_t)v.z, (uint32_t)v.w);
+}
+CKT_INLINE CKT_DEVICE void ckt_buffer_store_u32(void *base, int64_t num_bytes, int64_t off, uint32_t v)
+{
+    ckt__amd_raw_buffer_store_b32((int)v, ckt__amd_buffer_rsrc(base, num_bytes),
+                                  ckt__amd_buffer_voffset(num_bytes, off, 4), 0, 0);
+}
+CKT_INLINE CKT_DEVICE void ckt_buffer_store_u32x2(void *base, int64_t num_bytes, int64_t off, ckt_u32x2 v)
+{
+    ckt__i32x2 w;
+    w.x = (int)v.x;
+    w.y = (int)v.y;
+    ckt__amd_raw_buffer_store_b64(w, ckt__amd_buffer_rsrc(base, num_bytes),
+                                  ckt__amd_buffer_voffset(num_bytes, off, 8), 0, 0);
+}
+CKT_INLINE CKT_DEVICE void ckt_buffer_store_u32x4(void *base, int64_t num_bytes, int64_t off, ckt_u32x4 v)
+{
+    ckt__i32x4 w;
+    w.x = (int)v.x;
+    w.y = (int)v.y;
+    w.z = (int)v.z;
+    w.w = (int)v.w;
+    ckt__amd_raw_buffer_store_b128(w, ckt__amd_buffer_rsrc(base, num_bytes),
+                                   ckt__amd_buffer_voffset(num_bytes, off, 16), 0, 0);
+}
+
+/* >>warp matrix instructions (API and fragment layouts: ckt/arch/mma.h) */
+#define CKT_HAS_MFMA 1
+
+typedef _Float16 ckt__f16x4 __attribute__((ext_vector_type(4)));
+typedef short ckt__bf16x4 __attribute__((ext_vector_type(4))); /* bf16 bits, as the _1k builtins take */
+typedef float ckt__f32x4 __attribute__((ext_vector_type(4)));
+typedef float ckt__f32x16 __attribute__((ext_vector_type(16)));
+
+/* Two packed registers as the builtins' 4-element vectors (element 0 = low half of r[0]). */
+CKT_INLINE CKT_DEVICE ckt__f16x4 ckt__amd_f16x4(const uint32_t r[2])
+{
+    ckt__i32x2 v;
+    v.x = (int)r[0];
+    v.y = (int)r[1];
+    return __builtin_bit_cast(ckt__f16x4, v);
+}
+CKT_INLINE CKT_DEVICE ckt__bf16x4 ckt__amd_bf16x4(const uint32_t r[2])
+{
+    ckt__i32x2 v;
+    v.x = (int)r[0];
+    v.y = (int)r[1];
+    return __builtin_bit_cast(ckt__bf16x4, v);
+}
+
+CKT_INLINE CKT_DEVICE void ckt_mfma_32x32x8_f16(float d[16], const uint32_t a[2], const uint32_t b[2],
+                                                const float c[16])
+{
+    ckt__f32x16 acc;
+    for (int i = 0; i < 16; i++)
+        acc[i] = c[i];
+    acc = __builtin_amdgcn_mfma_f32_32x32x8f16(ckt__amd_f16x4(a), ckt__amd_f16x4(b), acc, 0, 0, 0);
+    for (int i = 0; i < 16; i++)
+        d[i] = acc[i];
+}
+CKT_INLINE CKT_DEVICE void ckt_mfma_32x32x8_bf16(float d[16], const uint32_t a[2], const uint32_t b[2],
+                                                 const float c[16])
+{
+    ckt__f32x16 acc;
+    for (int i = 0; i < 16; i++)
+        acc[i] = c[i];
+    acc = __builtin_amdgcn_mfma_f32_32x32x8bf16_1k(ckt__amd_bf16x4(a), ckt__amd_bf16x4(b), acc, 0, 0, 0);
+    for (int i = 0; i < 16; i++)
+        d[i] = acc[i];
+}
+CKT_INLINE CKT_DEVICE void ckt_mfma_16x16x16_f16(float d[4], const uint32_t a[2], const uint32_t b[2],
+                                                 const float c[4])
+{
+    ckt__f32x4 acc;
+    for (int i = 0; i < 4; i++)
+        acc[i] = c[i];
+    acc = __builtin_amdgcn_mfma_f32_16x16x16f16(ckt__amd_f16x4(a), ckt__amd_f16x4(b), acc, 0, 0, 0);
+    for (int i = 0; i < 4; i++)
+        d[i] = acc[i];
+}
+CKT_INLINE CKT_DEVICE void ckt_mfma_16x16x16_bf16(float d[4], const uint32_t a[2], const uint32_t b[2],
+                                                  const float c[4])
+{
+    ckt__f32x4 acc;
+    for (int i = 0; i < 4; i++)
+        acc[i] = c[i];
+    acc = __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(ckt__amd_bf16x4(a), ckt__amd_bf16x4(b), acc, 0, 0, 0);
+    for (int i = 0; i < 4; i++)
+        d[i] = acc[i];
+}
 
 /* >>kernels and launch */
 typedef const void *ckt_kernel_ref;

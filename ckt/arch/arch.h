@@ -19,6 +19,15 @@
  *   numbers        ckt_f16 ckt_bf16 and conversions (ckt/arch/numeric.h)
  *                  ckt_exp2f_fast(x) ckt_rcpf_fast(x)
  *   atomics        ckt_atomic_add_i32(p, v) ckt_atomic_add_f32(p, v)
+ *   vectors        ckt_u32x2 ckt_u32x4 (ckt/arch/vector.h)
+ *   memory         ckt_cp_async_{16,8,4}(smem, gmem, src_bytes) ckt_cp_async_commit()
+ *                  ckt_cp_async_wait(n) ckt_cp_async_wait_all()
+ *                  ckt_buffer_{load,store}_{u32,u32x2,u32x4}(base, num_bytes, off[, v])
+ *                  (ckt/arch/memory.h: semantics, CKT_HAS_CP_ASYNC)
+ *   warp matrix    CKT_HAS_MMA_SYNC: ckt_mma_m16n8k16_{f16,bf16}(d, a, b, c)
+ *                    ckt_ldmatrix_{x1,x2,x4}[_trans](r, row_address)
+ *                  CKT_HAS_MFMA: ckt_mfma_{32x32x8,16x16x16}_{f16,bf16}(d, a, b, c)
+ *                  (ckt/arch/mma.h: fragment layouts)
  *   kernels        CKT_KERNEL(name, ParamsType, p) { ... }
  *                  CKT_KERNEL_BOUNDS(name, ParamsType, p, max_threads)
  *                  CKT_KERNEL_REF(name) -> ckt_kernel_ref
@@ -40,6 +49,7 @@
 
 #include "ckt/arch/config.h"
 #include "ckt/arch/numeric.h"
+#include "ckt/arch/vector.h"
 
 #if defined(CKT_BACKEND_AMD)
 #include "ckt/arch/amd.h"
@@ -48,5 +58,8 @@
 #else
 #include "ckt/arch/cpu.h"
 #endif
+
+#include "ckt/arch/memory.h"
+#include "ckt/arch/mma.h"
 
 #endif /* CKT_ARCH_ARCH_H */

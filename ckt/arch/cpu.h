@@ -113,4 +113,10 @@ static inline const char *ckt_arch_error_string(int err)
     return err ? ckt_emu_last_error() : "no error";
 }
 
+/* >>memory operations and warp matrix instructions of the profile
+ * (ckt/arch/memory.h, ckt/arch/mma.h) */
+#include "ckt/arch/cpu/memory.h"
+#include "ckt/arch/cpu/mfma_cdna.h"
+#include "ckt/arch/cpu/mma_nv.h"
+
 #endif /* CKT_ARCH_CPU_H */

@@ -6,6 +6,7 @@
 
 #include "ckt/arch/config.h"
 #include "ckt/arch/numeric.h"
+#include "ckt/arch/vector.h"
 
 #if defined(CKT_BACKEND_NVIDIA)
 
@@ -81,6 +82,164 @@ CKT_INLINE CKT_DEVICE float ckt_rcpf_fast(float x)
 /* >>atomics */
 CKT_INLINE CKT_DEVICE int ckt_atomic_add_i32(int *p, int v) { return atomicAdd(p, v); }
 CKT_INLINE CKT_DEVICE float ckt_atomic_add_f32(float *p, float v) { return atomicAdd(p, v); }
+
+/* >>memory operations (API and semantics: ckt/arch/memory.h) */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#error "ckt needs sm_80 or newer on NVIDIA (cp.async, ldmatrix, mma.sync m16n8k16 with bf16)"
+#endif
+#define CKT_HAS_CP_ASYNC 1
+
+/* The shared-state-space address of a generic pointer into shared memory. */
+CKT_INLINE CKT_DEVICE uint32_t ckt__smem_u32(const void *p)
+{
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+/* cp.async: .cg (L2 only) for 16 bytes, .ca for 4 and 8 (.cg takes only 16);
+ * the src-size operand zero-fills the rest (PTX ISA, "cp.async"). */
+CKT_INLINE CKT_DEVICE void ckt_cp_async_16(void *smem, const void *gmem, unsigned src_bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(ckt__smem_u32(smem)),
+                 "l"(__cvta_generic_to_global(gmem)), "r"(src_bytes)
+                 : "memory");
+}
+CKT_INLINE CKT_DEVICE void ckt_cp_async_8(void *smem, const void *gmem, unsigned src_bytes)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(ckt__smem_u32(smem)),
+                 "l"(__cvta_generic_to_global(gmem)), "r"(src_bytes)
+                 : "memory");
+}
+CKT_INLINE CKT_DEVICE void ckt_cp_async_4(void *smem, const void *gmem, unsigned src_bytes)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(ckt__smem_u32(smem)),
+                 "l"(__cvta_generic_to_global(gmem)), "r"(src_bytes)
+                 : "memory");
+}
+CKT_INLINE CKT_DEVICE void ckt_cp_async_commit(void)
+{
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+/* cp.async.wait_group takes an immediate: one case per count (a constant n
+ * folds to one instruction); n > 7 waits as 7 does, which is stricter. */
+CKT_INLINE CKT_DEVICE void ckt_cp_async_wait(unsigned n)
+{
+    switch (n) {
+    case 0: asm volatile("cp.async.wait_group 0;\n" ::: "memory"); break;
+    case 1: asm volatile("cp.async.wait_group 1;\n" ::: "memory"); break;
+    case 2: asm volatile("cp.async.wait_group 2;\n" ::: "memory"); break;
+    case 3: asm volatile("cp.async.wait_group 3;\n" ::: "memory"); break;
+    case 4: asm volatile("cp.async.wait_group 4;\n" ::: "memory"); break;
+    case 5: asm volatile("cp.async.wait_group 5;\n" ::: "memory"); break;
+    case 6: asm volatile("cp.async.wait_group 6;\n" ::: "memory"); break;
+    default: asm volatile("cp.async.wait_group 7;\n" ::: "memory"); break;
+    }
+}
+CKT_INLINE CKT_DEVICE void ckt_cp_async_wait_all(void)
+{
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+}
+
+/* Buffer loads/stores: a guarded plain access (NVIDIA has no range-checked
+ * loads); same results as AMD's buffer instructions. */
+CKT_INLINE CKT_DEVICE int ckt__buffer_in_range(int64_t num_bytes, int64_t off, int64_t n)
+{
+    return off >= 0 && off <= num_bytes - n;
+}
+CKT_INLINE CKT_DEVICE uint32_t ckt_buffer_load_u32(const void *base, int64_t num_bytes, int64_t off)
+{
+    return ckt__buffer_in_range(num_bytes, off, 4) ? *(const uint32_t *)((const char *)base + off)
+                                                   : 0u;
+}
+CKT_INLINE CKT_DEVICE ckt_u32x2 ckt_buffer_load_u32x2(const void *base, int64_t num_bytes, int64_t off)
+{
+    ckt_u32x2 v = {0, 0};
+    if (ckt__buffer_in_range(num_bytes, off, 8)) {
+        uint2 u = *(const uint2 *)((const char *)base + off);
+        v.x = u.x;
+        v.y = u.y;
+    }
+    return v;
+}
+CKT_INLINE CKT_DEVICE ckt_u32x4 ckt_buffer_load_u32x4(const void *base, int64_t num_bytes, int64_t off)
+{
+    ckt_u32x4 v = {0, 0, 0, 0};
+    if (ckt__buffer_in_range(num_bytes, off, 16)) {
+        uint4 u = *(const uint4 *)((const char *)base + off);
+        v.x = u.x;
+        v.y = u.y;
+        v.z = u.z;
+        v.w = u.w;
+    }
+    return v;
+}
+CKT_INLINE CKT_DEVICE void ckt_buffer_store_u32(void *base, int64_t num_bytes, int64_t off, uint32_t v)
+{
+    if (ckt__buffer_in_range(num_bytes, off, 4))
+        *(uint32_t *)((char *)base + off) = v;
+}
+CKT_INLINE CKT_DEVICE void ckt_buffer_store_u32x2(void *base, int64_t num_bytes, int64_t off, ckt_u32x2 v)
+{
+    if (ckt__buffer_in_range(num_bytes, off, 8))
+        *(uint2 *)((char *)base + off) = make_uint2(v.x, v.y);
+}
+CKT_INLINE CKT_DEVICE void ckt_buffer_store_u32x4(void *base, int64_t num_bytes, int64_t off, ckt_u32x4 v)
+{
+    if (ckt__buffer_in_range(num_bytes, off, 16))
+        *(uint4 *)((char *)base + off) = make_uint4(v.x, v.y, v.z, v.w);
+}
+
+/* >>warp matrix instructions (API and fragment layouts: ckt/arch/mma.h) */
+#define CKT_HAS_MMA_SYNC 1
+
+CKT_INLINE CKT_DEVICE void ckt_mma_m16n8k16_f16(float d[4], const uint32_t a[4], const uint32_t b[2],
+                                                const float c[4])
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
+                 : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]),
+                   "f"(c[1]), "f"(c[2]), "f"(c[3]));
+}
+CKT_INLINE CKT_DEVICE void ckt_mma_m16n8k16_bf16(float d[4], const uint32_t a[4], const uint32_t b[2],
+                                                 const float c[4])
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
+                 : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]),
+                   "f"(c[1]), "f"(c[2]), "f"(c[3]));
+}
+
+CKT_INLINE CKT_DEVICE void ckt_ldmatrix_x1(uint32_t r[1], const void *row)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];\n"
+                 : "=r"(r[0]) : "r"(ckt__smem_u32(row)));
+}
+CKT_INLINE CKT_DEVICE void ckt_ldmatrix_x2(uint32_t r[2], const void *row)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
+                 : "=r"(r[0]), "=r"(r[1]) : "r"(ckt__smem_u32(row)));
+}
+CKT_INLINE CKT_DEVICE void ckt_ldmatrix_x4(uint32_t r[4], const void *row)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(ckt__smem_u32(row)));
+}
+CKT_INLINE CKT_DEVICE void ckt_ldmatrix_x1_trans(uint32_t r[1], const void *row)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];\n"
+                 : "=r"(r[0]) : "r"(ckt__smem_u32(row)));
+}
+CKT_INLINE CKT_DEVICE void ckt_ldmatrix_x2_trans(uint32_t r[2], const void *row)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
+                 : "=r"(r[0]), "=r"(r[1]) : "r"(ckt__smem_u32(row)));
+}
+CKT_INLINE CKT_DEVICE void ckt_ldmatrix_x4_trans(uint32_t r[4], const void *row)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(ckt__smem_u32(row)));
+}
 
 /* >>kernels and launch */
 typedef const void *ckt_kernel_ref;

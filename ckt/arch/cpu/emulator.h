@@ -104,6 +104,14 @@ struct ckt__emu_worker;
  * waiting at the same call site with the same callback. */
 typedef void (*ckt__emu_warp_fn)(struct ckt__emu_thread **lanes, unsigned n);
 
+/* A cp.async copy issued and not yet made visible (ckt/arch/cpu/memory.h). */
+#define CKT__EMU_ASYNC_MAX 64
+typedef struct ckt__emu_async_copy {
+    void *dst;
+    const void *src;
+    unsigned bytes, src_bytes, group;
+} ckt__emu_async_copy;
+
 typedef struct ckt__emu_thread {
     ckt__fiber fiber;
     unsigned char *stack; /* usable stack, above its guard page */
@@ -120,6 +128,8 @@ typedef struct ckt__emu_thread {
     const char *file;
     int line;
     size_t shared_off; /* bump offset of static shared arrays */
+    ckt__emu_async_copy async[CKT__EMU_ASYNC_MAX]; /* pending cp.async, oldest first */
+    unsigned async_count, async_group; /* pending copies; id of the open group */
     void *asan_fake_stack;
 } ckt__emu_thread;
 
@@ -430,6 +440,8 @@ static inline int ckt__emu_run_block(ckt__emu_worker *w, unsigned bx, unsigned b
         ckt__emu_thread *t = &w->threads[r];
         t->state = CKT__EMU_RUNNABLE;
         t->shared_off = 0;
+        t->async_count = 0; /* copies a finished block never waited for are dropped */
+        t->async_group = 0;
         t->file = "";
         t->line = 0;
         ckt__fiber_prepare(&t->fiber, t->stack, t->stack_size, ckt__emu_fiber_main);
