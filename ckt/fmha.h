@@ -1,11 +1,20 @@
-/* ckt/fmha.h — fused multi-head attention kernels.
+/* ckt/fmha.h — fused multi-head attention.
  *
- * Status: not written yet (tracked as its own issue). Today this umbrella only
- * brings in the layers the FMHA kernels are built on. */
+ *   #include "ckt/fmha.h"
+ *   #define CKT_FMHA_NAME   my_attn_d128_bf16
+ *   #define CKT_FMHA_DTYPE  CKT_BF16
+ *   #define CKT_FMHA_HDIM   128
+ *   #include CKT_FMHA_FWD_BODY      // my_attn_d128_bf16_launch(&args, stream)
+ *
+ * Arguments: ckt/fmha/args.h. Kernel and instantiation: ckt/fmha/fwd_body.h. */
 #ifndef CKT_FMHA_H
 #define CKT_FMHA_H
 
+#include "ckt/fmha/args.h"
 #include "ckt/host.h"
 #include "ckt/tile.h"
+
+/* The forward kernel's body file, for `#include CKT_FMHA_FWD_BODY`. */
+#define CKT_FMHA_FWD_BODY "ckt/fmha/fwd_body.h"
 
 #endif /* CKT_FMHA_H */

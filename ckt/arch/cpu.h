@@ -90,15 +90,18 @@ CKT_INLINE float ckt_atomic_add_f32(float *p, float v)
  * ckt_rt_launch / ckt_arch_launch take. */
 typedef ckt__emu_entry ckt_kernel_ref;
 
-#define CKT_KERNEL(name, T, p)                                                                    \
+/* (two levels, so that a name built by another macro is expanded first) */
+#define CKT_KERNEL(name, T, p) CKT__KERNEL(name, T, p)
+#define CKT__KERNEL(name, T, p)                                                                   \
     static void name(T p);                                                                        \
     __attribute__((unused)) static void name##_ckt_entry(const void *ckt__params)                 \
     {                                                                                             \
         name(*(const T *)ckt__params);                                                            \
     }                                                                                             \
     static void name(T p)
-#define CKT_KERNEL_BOUNDS(name, T, p, max_threads) CKT_KERNEL(name, T, p)
-#define CKT_KERNEL_REF(name) ((ckt_kernel_ref)(name##_ckt_entry))
+#define CKT_KERNEL_BOUNDS(name, T, p, max_threads) CKT__KERNEL(name, T, p)
+#define CKT_KERNEL_REF(name) CKT__KERNEL_REF(name)
+#define CKT__KERNEL_REF(name) ((ckt_kernel_ref)(name##_ckt_entry))
 
 /* Runs the kernel synchronously; returns 0 or -1 (message: ckt_emu_last_error()). */
 static inline int ckt_arch_launch(ckt_kernel_ref k, ckt_dim3 grid, ckt_dim3 block,

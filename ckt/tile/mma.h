@@ -124,6 +124,29 @@ CKT_INLINE CKT_HOST_DEVICE uint16_t *ckt_smem_tile_ptr(ckt_smem_tile t, int r, i
     return t.base + ckt_smem_tile_offset(t, r, c);
 }
 
+/* Issues the asynchronous copy (ckt_cp_async_16) of the R x C tile of 16-bit
+ * elements at window w into shared tile s, by T threads (this one: tid), in
+ * 16-byte chunks: thread tid copies chunks tid, tid + T, ... (row-major over
+ * the tile). Elements outside the view are zero-filled, so a ragged edge
+ * contributes zeros to a matrix product. C must be a multiple of 8 and the
+ * view's rows 16-byte aligned. Commit and wait with ckt/tile/pipeline.h. */
+CKT_INLINE CKT_DEVICE void ckt_smem_tile_load_async(ckt_smem_tile s, const ckt_window2d *w, int R,
+                                                    int C, int T, int tid)
+{
+    const int chunks_per_row = C / 8, chunks = R * chunks_per_row;
+    CKT_UNROLL
+    for (int j = 0; j < CKT_CEIL_DIV(chunks, T); j++) {
+        int i = tid + j * T;
+        if (chunks % T != 0 && i >= chunks)
+            break;
+        int r = i / chunks_per_row, c = (i % chunks_per_row) * 8;
+        int valid = ckt_window2d_valid_cols(w, r, c, 8);
+        /* an empty chunk still needs a legal address: the view's base */
+        const void *src = valid ? (const void *)ckt_window2d_ptr(w, r, c, 2) : w->view.base;
+        ckt_cp_async_16(ckt_smem_tile_ptr(s, r, c), src, (unsigned)valid * 2u);
+    }
+}
+
 #if defined(CKT_HAS_MMA_SYNC)
 
 /* >>NVIDIA: mma.sync m16n8k16 */
@@ -198,6 +221,33 @@ CKT_INLINE CKT_DEVICE void ckt_warp_load_b_kn(uint32_t *b, ckt_smem_tile s, int 
             lo[1] = r[1];
             hi[0] = r[2];
             hi[1] = r[3];
+        }
+}
+
+/* a[] <- the WM x WN fp32 accumulator acc rounded to fp16/bf16, as the A
+ * operand (WM x WK, WK = WN) of a following warp MMA: the C layout of n8
+ * tiles 2k and 2k+1 is the A layout of k-step k, so no data crosses lanes
+ * (the P = softmax(S) -> P V step of attention):
+ *   a[(mi*(WN/16) + k)*4 + {0,1,2,3}] = {C(2k)[0..1], C(2k)[2..3], C(2k+1)[0..1], C(2k+1)[2..3]} */
+CKT_INLINE CKT_DEVICE void ckt_warp_acc_to_a(uint32_t *a, const float *acc, int WM, int WN, int bf16)
+{
+    CKT_UNROLL
+    for (int mi = 0; mi < WM / 16; mi++)
+        CKT_UNROLL
+        for (int k = 0; k < WN / 16; k++) {
+            const float *c0 = &acc[(mi * (WN / 8) + 2 * k) * 4], *c1 = c0 + 4;
+            uint32_t *d = &a[(mi * (WN / 16) + k) * 4];
+            if (bf16) {
+                d[0] = ckt_pack_bf16x2(ckt_bf16_from_f32(c0[0]), ckt_bf16_from_f32(c0[1]));
+                d[1] = ckt_pack_bf16x2(ckt_bf16_from_f32(c0[2]), ckt_bf16_from_f32(c0[3]));
+                d[2] = ckt_pack_bf16x2(ckt_bf16_from_f32(c1[0]), ckt_bf16_from_f32(c1[1]));
+                d[3] = ckt_pack_bf16x2(ckt_bf16_from_f32(c1[2]), ckt_bf16_from_f32(c1[3]));
+            } else {
+                d[0] = ckt_pack_f16x2(ckt_f16_from_f32(c0[0]), ckt_f16_from_f32(c0[1]));
+                d[1] = ckt_pack_f16x2(ckt_f16_from_f32(c0[2]), ckt_f16_from_f32(c0[3]));
+                d[2] = ckt_pack_f16x2(ckt_f16_from_f32(c1[0]), ckt_f16_from_f32(c1[1]));
+                d[3] = ckt_pack_f16x2(ckt_f16_from_f32(c1[2]), ckt_f16_from_f32(c1[3]));
+            }
         }
 }
 
