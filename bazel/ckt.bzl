@@ -159,12 +159,13 @@ def ckt_kernel_binary(name, srcs, deps = [], copts = [], defines = [], **kwargs)
     )
 
 def ckt_kernel_test(name, srcs, deps = [], copts = [], defines = [], size = "small",
-                    profiles = ["nv", "cdna"], **kwargs):
+                    profiles = ["nv", "cdna"], gpu = True, **kwargs):
     """A GoogleTest test with ckt kernels.
 
     cpu:        a cc_test `name` on the emulator's nv profile (warp 32) and, when
                 "cdna" is in profiles, `name_cdna` (wave 64, CDNA matrix layouts).
     nvidia/amd: an executable `name_gpu` built by nvcc/hipcc; run it on the GPU machine.
+    gpu = False: no `name_gpu` (tests of the CPU emulator itself).
     """
     for profile in profiles:
         native.cc_test(
@@ -178,6 +179,8 @@ def ckt_kernel_test(name, srcs, deps = [], copts = [], defines = [], size = "sma
             target_compatible_with = CPU_ONLY,
             **kwargs
         )
+    if not gpu:
+        return
     ckt_gpu_binary(
         name = name + "_gpu",
         srcs = srcs,

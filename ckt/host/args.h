@@ -8,6 +8,8 @@
 #ifndef CKT_HOST_ARGS_H
 #define CKT_HOST_ARGS_H
 
+#include "ckt/arch/config.h" /* first: asks glibc for POSIX under -std=c11 */
+
 #include <stdlib.h>
 #include <string.h>
 

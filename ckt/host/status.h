@@ -12,6 +12,8 @@
 #ifndef CKT_HOST_STATUS_H
 #define CKT_HOST_STATUS_H
 
+#include "ckt/arch/config.h" /* first: asks glibc for POSIX under -std=c11 */
+
 #include <stdarg.h>
 #include <stdio.h>
 

@@ -15,9 +15,20 @@
  *
  * Misuse is reported, not hung: a barrier reached by part of the block,
  * barriers or collectives at different call sites, a collective while other
- * lanes of the warp wait elsewhere or have exited, and any deadlock end the
- * launch with an error whose message (ckt_emu_last_error()) names the block,
- * the warps, the lanes and the file:line where each waits.
+ * lanes of the warp wait elsewhere or have exited, a shuffle reading a lane
+ * that a partial warp lacks, and a deadlock (a thread that runs on for
+ * CKT_EMU_TIMEOUT_S of CPU time without reaching a barrier or collective,
+ * e.g. spinning on a flag that a waiting thread would set) end the launch
+ * with an error whose message (ckt_emu_last_error()) names the block, the
+ * warps, the lanes and the file:line where each waits:
+ *
+ *   ckt emulator: block (0,0,0): barrier reached by only part of the block
+ *     warp 0 lanes 0-15: wait at block barrier at kernel.c:42
+ *     warp 0 lanes 16-31: have exited
+ *     warps 1-3 lanes 0-31: wait at block barrier at kernel.c:42
+ *
+ * A fiber stack overflow hits a guard page; the emulator's SIGSEGV handler
+ * (on an alternate signal stack) prints the block and thread and aborts.
  *
  * Fibers run one after another, so a missing barrier can go unnoticed; the
  * schedule order is a knob to expose such races: CKT_EMU_SCHEDULE=forward
@@ -26,7 +37,9 @@
  * Profiles: warp size 32 (nv, default) or 64 (cdna, -DCKT_CPU_PROFILE_CDNA).
  *
  * Environment knobs: CKT_EMU_THREADS (OS threads), CKT_EMU_STACK_KB (fiber
- * stack, default 256 KiB of address space, committed lazily), CKT_EMU_SCHEDULE.
+ * stack, default 256 KiB of address space, committed lazily), CKT_EMU_SCHEDULE,
+ * CKT_EMU_TIMEOUT_S (deadlock watchdog, default 20 s of CPU time, 0 = off).
+ * docs/emulator.md says what is guaranteed and how to debug a kernel with gdb.
  *
  * All state shared between translation units (the current fiber, the last
  * error) lives in weak symbols, so kernels and launches may sit in different
@@ -45,7 +58,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#endif
 
 #ifndef MAP_ANONYMOUS /* hidden by a strict -std=c11 included before ckt */
 #define MAP_ANONYMOUS 0x20
@@ -62,7 +79,22 @@
 #endif
 #endif
 #if defined(CKT__EMU_ASAN)
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
+#endif
+
+/* Signal handlers (stack overflow report, deadlock watchdog) need POSIX
+ * signals, which a strict -std=c11 TU that included a system header before
+ * ckt hides; without them the emulator still works, minus these reports. */
+#if defined(__linux__) && defined(SA_SIGINFO) && defined(SA_ONSTACK) && !defined(CKT_EMU_NO_SIGNALS)
+#define CKT__EMU_SIGNALS 1
+#if defined(SIGEV_THREAD_ID) && defined(CLOCK_THREAD_CPUTIME_ID) && defined(SYS_gettid) &&        \
+    (defined(__USE_MISC) || defined(__USE_GNU))
+#define CKT__EMU_WATCHDOG 1
+#ifndef CKT_EMU_WATCHDOG_SIGNAL
+#define CKT_EMU_WATCHDOG_SIGNAL (SIGRTMAX - 2) /* a real-time signal, thread-directed */
+#endif
+#endif
 #endif
 
 #if defined(CKT_CPU_PROFILE_CDNA)
@@ -76,12 +108,23 @@
 #define CKT_EMU_MAX_BLOCK_THREADS 1024
 #define CKT_EMU_STATIC_SHARED_BYTES (160u * 1024u) /* room for static shared arrays */
 #define CKT__EMU_MSG_BYTES 4096
+#define CKT__EMU_GUARD_BYTES (64u * 1024u)    /* PROT_NONE below each fiber stack */
+#define CKT__EMU_ALTSTACK_BYTES (64u * 1024u) /* signal stack of each worker */
+#define CKT__EMU_DESCRIBE_LINES 8             /* lines of a diagnostic, at most */
 
 /* A kernel entry as the emulator calls it: params points at the kernel's
  * parameter struct. CKT_KERNEL generates one per kernel. */
 typedef void (*ckt__emu_entry)(const void *params);
 
-enum ckt__emu_state { CKT__EMU_RUNNABLE, CKT__EMU_AT_BARRIER, CKT__EMU_IN_WARP_OP, CKT__EMU_DONE };
+/* HUNG: abandoned by the watchdog after running CKT_EMU_TIMEOUT_S without
+ * reaching a barrier or collective. tools/emulator.gdb knows these values. */
+enum ckt__emu_state {
+    CKT__EMU_RUNNABLE,
+    CKT__EMU_AT_BARRIER,
+    CKT__EMU_IN_WARP_OP,
+    CKT__EMU_DONE,
+    CKT__EMU_HUNG
+};
 
 /* Warp collectives: what a lane asks for, resolved by the scheduler once the
  * whole warp has arrived. */
@@ -145,6 +188,7 @@ typedef struct ckt__emu_launch {
     int schedule;
     uint64_t seed;
     size_t stack_size;
+    double timeout_s; /* watchdog period in CPU seconds; 0 = off */
     pthread_mutex_t lock;
     char msg[CKT__EMU_MSG_BYTES];
 } ckt__emu_launch;
@@ -163,6 +207,12 @@ typedef struct ckt__emu_worker {
     uint64_t rng;
     const void *sched_stack_bottom; /* ASan: the scheduler's stack */
     size_t sched_stack_size;
+    size_t guard_bytes, per_thread_bytes; /* stacks: [guard | stack] * nthreads */
+    unsigned char *altstack;              /* signal stack of this worker's OS thread */
+    volatile int in_fiber;                /* the watchdog's view: a fiber runs */
+    volatile unsigned long switches;      /* fibers entered so far */
+    unsigned long tick_switches;          /* switches seen at the last watchdog tick */
+    int failed;                           /* a block failed: fibers left mid-kernel */
     char msg[CKT__EMU_MSG_BYTES];
 } ckt__emu_worker;
 
@@ -199,7 +249,8 @@ static inline void ckt__emu_fail_outside(const char *what, const char *file, int
 static inline void ckt__emu_yield(ckt__emu_worker *w, ckt__emu_thread *t)
 {
 #if defined(CKT__EMU_ASAN)
-    __sanitizer_start_switch_fiber(t->state == CKT__EMU_DONE ? NULL : &t->asan_fake_stack,
+    /* NULL: a finished (or abandoned) fiber's fake stack is released */
+    __sanitizer_start_switch_fiber(t->state >= CKT__EMU_DONE ? NULL : &t->asan_fake_stack,
                                    w->sched_stack_bottom, w->sched_stack_size);
 #endif
     ckt__fiber_jump(&t->fiber, &w->sched);
@@ -323,7 +374,8 @@ static inline const char *ckt__emu_state_name(const ckt__emu_thread *t)
     case CKT__EMU_AT_BARRIER: return "wait at block barrier";
     case CKT__EMU_IN_WARP_OP: return "wait in warp collective";
     case CKT__EMU_DONE: return "have exited";
-    default: return "are runnable";
+    case CKT__EMU_HUNG: return "kept running without reaching a barrier or collective";
+    default: return "are runnable (not resumed yet)";
     }
 }
 
@@ -331,29 +383,86 @@ static inline int ckt__emu_same_wait(const ckt__emu_thread *a, const ckt__emu_th
 {
     if (a->state != b->state)
         return 0;
-    if (a->state == CKT__EMU_DONE || a->state == CKT__EMU_RUNNABLE)
+    if (a->state != CKT__EMU_AT_BARRIER && a->state != CKT__EMU_IN_WARP_OP)
         return 1;
     return a->line == b->line && strcmp(a->file, b->file) == 0 &&
            (a->state != CKT__EMU_IN_WARP_OP || (a->op == b->op && a->op_fn == b->op_fn));
 }
 
-/* Appends one line per run of lanes of one warp that wait alike:
- *   "  warp 1 lanes 0-15: wait at block barrier at kernel.c:42" */
+/* Appends to buf what the lanes of threads [first, first + cnt) (one warp)
+ * do, one "lanes 0-7,9: wait at block barrier at kernel.c:42\n" per distinct
+ * wait, in order of first lane. */
+static inline void ckt__emu_warp_summary(ckt__emu_worker *w, unsigned first, unsigned cnt,
+                                         char *buf, size_t size)
+{
+    uint64_t left = cnt >= 64 ? ~0ull : (1ull << cnt) - 1; /* lanes not yet listed */
+    size_t len = 0;
+    buf[0] = 0;
+    while (left && len + 1 < size) {
+        unsigned lead = (unsigned)__builtin_ctzll(left);
+        const ckt__emu_thread *a = &w->threads[first + lead];
+        uint64_t mask = 0;
+        for (unsigned i = lead; i < cnt; i++)
+            if (((left >> i) & 1) && ckt__emu_same_wait(a, &w->threads[first + i]))
+                mask |= 1ull << i;
+        left &= ~mask;
+        int single = (mask & (mask - 1)) == 0;
+        len += (size_t)snprintf(buf + len, size - len, single ? "lane " : "lanes ");
+        for (unsigned i = 0, sep = 0; i < cnt && len + 1 < size; i++) {
+            if (!((mask >> i) & 1) || (i > 0 && ((mask >> (i - 1)) & 1)))
+                continue; /* i starts a run of lanes */
+            unsigned j = i;
+            while (j + 1 < cnt && ((mask >> (j + 1)) & 1))
+                j++;
+            len += (size_t)(j > i ? snprintf(buf + len, size - len, "%s%u-%u", sep ? "," : "", i, j)
+                                  : snprintf(buf + len, size - len, "%s%u", sep ? "," : "", i));
+            sep = 1;
+        }
+        if (len + 1 >= size)
+            break;
+        len += (size_t)snprintf(buf + len, size - len, ": %s", ckt__emu_state_name(a));
+        if (len + 1 < size && (a->state == CKT__EMU_AT_BARRIER || a->state == CKT__EMU_IN_WARP_OP))
+            len += (size_t)snprintf(buf + len, size - len, " at %s:%d", a->file, a->line);
+        if (len + 1 < size)
+            len += (size_t)snprintf(buf + len, size - len, "\n");
+    }
+}
+
+/* Appends what threads [first, last) wait for, warp by warp; consecutive
+ * warps that wait alike share their lines:
+ *   "  warp 0 lanes 0-15: wait at block barrier at kernel.c:42"
+ *   "  warps 1-3 lanes 0-31: wait at block barrier at kernel.c:42" */
 static inline void ckt__emu_describe(ckt__emu_worker *w, unsigned first, unsigned last)
 {
-    unsigned i = first;
-    while (i < last) {
-        ckt__emu_thread *a = &w->threads[i];
-        unsigned j = i + 1;
-        while (j < last && w->threads[j].warp == a->warp && ckt__emu_same_wait(a, &w->threads[j]))
-            j++;
-        ckt__emu_msg(w, "  warp %u lanes %u-%u (threads %u-%u): %s", a->warp, a->lane,
-                     w->threads[j - 1].lane, i, j - 1, ckt__emu_state_name(a));
-        if (a->state == CKT__EMU_AT_BARRIER || a->state == CKT__EMU_IN_WARP_OP)
-            ckt__emu_msg(w, " at %s:%d", a->file, a->line);
-        ckt__emu_msg(w, "\n");
-        i = j;
+    const unsigned W = CKT_EMU_WARP_SIZE;
+    char prev[640], cur[640];
+    unsigned from = 0, to = 0, lines = 0, dropped = 0;
+    prev[0] = 0;
+    for (unsigned f = first;; f += W) {
+        if (f < last)
+            ckt__emu_warp_summary(w, f, last - f < W ? last - f : W, cur, sizeof cur);
+        if (f < last && prev[0] && strcmp(cur, prev) == 0) {
+            to = f / W;
+            continue;
+        }
+        for (char *l = prev; *l;) { /* flush the lines of warps from..to */
+            char *e = strchr(l, '\n');
+            size_t n = e ? (size_t)(e - l) : strlen(l);
+            if (lines++ >= CKT__EMU_DESCRIBE_LINES)
+                dropped++;
+            else if (from == to)
+                ckt__emu_msg(w, "  warp %u %.*s\n", from, (int)n, l);
+            else
+                ckt__emu_msg(w, "  warps %u-%u %.*s\n", from, to, (int)n, l);
+            l += n + (e != NULL);
+        }
+        if (f >= last)
+            break;
+        memcpy(prev, cur, sizeof cur);
+        from = to = f / W;
     }
+    if (dropped)
+        ckt__emu_msg(w, "  (%u more lines)\n", dropped);
 }
 
 static inline void ckt__emu_block_error(ckt__emu_worker *w, const char *what, unsigned first,
@@ -365,9 +474,13 @@ static inline void ckt__emu_block_error(ckt__emu_worker *w, const char *what, un
     ckt__emu_describe(w, first, last);
 }
 
+/* Collectives are resolved here, on the scheduler's (OS thread's) stack:
+ * fiber stacks only hold the kernel's own frames. */
 static inline void ckt__emu_run_fiber(ckt__emu_worker *w, ckt__emu_thread *t)
 {
     w->cur = t;
+    w->switches = w->switches + 1;
+    w->in_fiber = 1;
 #if defined(CKT__EMU_ASAN)
     void *fake = NULL;
     __sanitizer_start_switch_fiber(&fake, t->stack, t->stack_size);
@@ -376,6 +489,7 @@ static inline void ckt__emu_run_fiber(ckt__emu_worker *w, ckt__emu_thread *t)
 #if defined(CKT__EMU_ASAN)
     __sanitizer_finish_switch_fiber(fake, NULL, NULL);
 #endif
+    w->in_fiber = 0;
 }
 
 /* Resolves the warp collective of lanes [first, first + n); 0 on misuse. */
@@ -458,8 +572,19 @@ static inline int ckt__emu_run_block(ckt__emu_worker *w, unsigned bx, unsigned b
             }
         for (unsigned r = 0; r < n; r++) {
             ckt__emu_thread *t = &w->threads[w->order[r]];
-            if (t->state == CKT__EMU_RUNNABLE)
-                ckt__emu_run_fiber(w, t);
+            if (t->state != CKT__EMU_RUNNABLE)
+                continue;
+            ckt__emu_run_fiber(w, t);
+            if (t->state == CKT__EMU_HUNG) {
+                char what[320];
+                snprintf(what, sizeof what,
+                         "deadlock: thread (%u,%u,%u) (warp %u lane %u) ran for over %g s of CPU time "
+                         "without reaching a barrier or warp collective; spinning on memory that "
+                         "another thread writes? (threads are not preempted; CKT_EMU_TIMEOUT_S)",
+                         t->tid[0], t->tid[1], t->tid[2], t->warp, t->lane, L->timeout_s);
+                ckt__emu_block_error(w, what, 0, n);
+                return -1;
+            }
         }
         /* Every thread now waits or is done. Warp collectives first. */
         unsigned done = 0, at_barrier = 0, in_warp = 0, released = 0;
@@ -526,11 +651,208 @@ static inline int ckt__emu_run_block(ckt__emu_worker *w, unsigned bx, unsigned b
     }
 }
 
+/* >>signals: stack overflow report and deadlock watchdog
+ *
+ * Installed once per process, lazily, by the first launch. A fiber that
+ * overflows its stack faults on the guard below it; the kernel can only
+ * deliver that SIGSEGV on an alternate stack, which each worker sets for its
+ * OS thread while it runs blocks. Faults elsewhere go to the handler that was
+ * there before (or the default action). Under ASan, which reports stack
+ * overflows itself, the SIGSEGV handler is left out.
+ *
+ * The watchdog is a timer on each worker's CPU time (CKT_EMU_TIMEOUT_S); a
+ * tick that finds the same fiber running since the previous tick abandons
+ * that fiber (switching from the handler back to the scheduler), and the
+ * launch fails with a deadlock report. */
+
+#if defined(CKT__EMU_SIGNALS)
+
+__attribute__((weak)) int ckt__emu_signals_state; /* 0 not installed, 1 installing, 2 done */
+__attribute__((weak)) int ckt__emu_watchdog_ok;   /* the watchdog signal's handler is ours */
+__attribute__((weak)) struct sigaction ckt__emu_prev_segv;
+
+/* Async-signal-safe formatting for the fault report. */
+static inline char *ckt__emu_put_s(char *p, char *end, const char *s)
+{
+    while (*s && p < end)
+        *p++ = *s++;
+    return p;
+}
+
+static inline char *ckt__emu_put_u(char *p, char *end, unsigned long long v, unsigned base)
+{
+    char tmp[24];
+    int n = 0;
+    do {
+        tmp[n++] = "0123456789abcdef"[v % base];
+        v /= base;
+    } while (v && n < 24);
+    while (n && p < end)
+        *p++ = tmp[--n];
+    return p;
+}
+
+static inline char *ckt__emu_put_dim(char *p, char *end, const unsigned *v)
+{
+    p = ckt__emu_put_s(p, end, "(");
+    for (int i = 0; i < 3; i++) {
+        p = ckt__emu_put_u(p, end, v[i], 10);
+        p = ckt__emu_put_s(p, end, i < 2 ? "," : ")");
+    }
+    return p;
+}
+
+static inline void ckt__emu_on_segv(int sig, siginfo_t *si, void *ctx)
+{
+    ckt__emu_worker *w = ckt__emu_self;
+    uintptr_t a = (uintptr_t)si->si_addr;
+    if (w && w->stacks && w->per_thread_bytes) {
+        uintptr_t off = a - (uintptr_t)w->stacks;
+        if (a >= (uintptr_t)w->stacks && off < w->stacks_bytes &&
+            off % w->per_thread_bytes < w->guard_bytes) {
+            const ckt__emu_thread *t = &w->threads[off / w->per_thread_bytes];
+            char msg[400], *p = msg, *end = msg + sizeof msg;
+            p = ckt__emu_put_s(p, end, "ckt emulator: stack overflow in block ");
+            p = ckt__emu_put_dim(p, end, w->block_idx);
+            p = ckt__emu_put_s(p, end, " thread ");
+            p = ckt__emu_put_dim(p, end, t->tid);
+#if defined(__x86_64__)
+            p = ckt__emu_put_s(p, end, " at pc 0x"); /* gregs[16]: REG_RIP, a _GNU_SOURCE name */
+            p = ckt__emu_put_u(p, end, (unsigned long long)((ucontext_t *)ctx)->uc_mcontext.gregs[16], 16);
+#endif
+            p = ckt__emu_put_s(p, end, " (fault address 0x");
+            p = ckt__emu_put_u(p, end, a, 16);
+            p = ckt__emu_put_s(p, end, ", in the guard below its stack) \xe2\x80\x94 raise CKT_EMU_STACK_KB (now ");
+            p = ckt__emu_put_u(p, end, t->stack_size / 1024, 10);
+            p = ckt__emu_put_s(p, end, ")\n");
+            if (write(2, msg, (size_t)(p - msg)) < 0) {
+            }
+            abort();
+        }
+    }
+    const struct sigaction *prev = &ckt__emu_prev_segv;
+    if ((prev->sa_flags & SA_SIGINFO) && prev->sa_sigaction) {
+        prev->sa_sigaction(sig, si, ctx);
+        return;
+    }
+    if (!(prev->sa_flags & SA_SIGINFO) && prev->sa_handler != SIG_DFL && prev->sa_handler != SIG_IGN) {
+        prev->sa_handler(sig);
+        return;
+    }
+    struct sigaction dfl; /* default action: the fault repeats, or the raise lands */
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, &dfl, NULL);
+    raise(sig);
+}
+
+#if defined(CKT__EMU_WATCHDOG)
+static inline void ckt__emu_on_tick(int sig, siginfo_t *si, void *ctx)
+{
+    (void)sig;
+    (void)si;
+    (void)ctx;
+    ckt__emu_worker *w = ckt__emu_self;
+    if (!w || !w->in_fiber)
+        return;
+    if (w->switches != w->tick_switches) {
+        w->tick_switches = w->switches;
+        return;
+    }
+    /* One fiber has run for a whole period. The handler runs on that fiber's
+     * stack unless the tick landed inside a switch: then wait for the next. */
+    ckt__emu_thread *t = w->cur;
+    const unsigned char *here = (const unsigned char *)__builtin_frame_address(0);
+    if (here < t->stack || here >= t->stack + t->stack_size)
+        return;
+    t->state = CKT__EMU_HUNG;
+    ckt__emu_yield(w, t); /* never resumed */
+    abort();
+}
+
+/* Arms the watchdog on the calling thread's CPU clock; 1 if armed. */
+static inline int ckt__emu_watchdog_start(double seconds, timer_t *timer)
+{
+    if (!(seconds > 0) || !ckt__emu_watchdog_ok)
+        return 0;
+    struct sigevent ev;
+    memset(&ev, 0, sizeof ev);
+    ev.sigev_notify = SIGEV_THREAD_ID;
+    ev.sigev_signo = CKT_EMU_WATCHDOG_SIGNAL;
+#if defined(sigev_notify_thread_id)
+    ev.sigev_notify_thread_id = (pid_t)syscall(SYS_gettid);
+#else
+    ev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+#endif
+    if (timer_create(CLOCK_THREAD_CPUTIME_ID, &ev, timer) != 0)
+        return 0;
+    struct itimerspec its;
+    its.it_value.tv_sec = (time_t)seconds;
+    its.it_value.tv_nsec = (long)((seconds - (double)its.it_value.tv_sec) * 1e9);
+    if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec < 1000000)
+        its.it_value.tv_nsec = 1000000;
+    its.it_interval = its.it_value;
+    if (timer_settime(*timer, 0, &its, NULL) != 0) {
+        timer_delete(*timer);
+        return 0;
+    }
+    return 1;
+}
+#endif
+
+static inline void ckt__emu_install_signals(void)
+{
+    if (__atomic_load_n(&ckt__emu_signals_state, __ATOMIC_ACQUIRE) == 2)
+        return;
+    int expect = 0;
+    if (!__atomic_compare_exchange_n(&ckt__emu_signals_state, &expect, 1, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE)) {
+        while (__atomic_load_n(&ckt__emu_signals_state, __ATOMIC_ACQUIRE) != 2) {
+        } /* another thread installs them */
+        return;
+    }
+    struct sigaction sa;
+#if !defined(CKT__EMU_ASAN)
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = ckt__emu_on_segv;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, &ckt__emu_prev_segv);
+#endif
+#if defined(CKT__EMU_WATCHDOG)
+    /* Only a signal nobody handles: never take over the program's own. */
+    if (sigaction(CKT_EMU_WATCHDOG_SIGNAL, NULL, &sa) == 0 && !(sa.sa_flags & SA_SIGINFO) &&
+        sa.sa_handler == SIG_DFL) {
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = ckt__emu_on_tick;
+        /* NODEFER: the handler leaves by a fiber switch, not by returning */
+        sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
+        sigemptyset(&sa.sa_mask);
+        ckt__emu_watchdog_ok = sigaction(CKT_EMU_WATCHDOG_SIGNAL, &sa, NULL) == 0;
+    }
+#endif
+    __atomic_store_n(&ckt__emu_signals_state, 2, __ATOMIC_RELEASE);
+}
+
+#endif /* CKT__EMU_SIGNALS */
+
 static inline void *ckt__emu_worker_main(void *arg)
 {
     ckt__emu_worker *w = (ckt__emu_worker *)arg;
     ckt__emu_launch *L = w->launch;
     ckt__emu_self = w;
+#if defined(CKT__EMU_SIGNALS)
+    stack_t alt, old_alt;
+    memset(&alt, 0, sizeof alt);
+    alt.ss_sp = w->altstack;
+    alt.ss_size = CKT__EMU_ALTSTACK_BYTES;
+    int have_alt = w->altstack && sigaltstack(&alt, &old_alt) == 0;
+#endif
+#if defined(CKT__EMU_WATCHDOG)
+    timer_t timer;
+    int have_timer = ckt__emu_watchdog_start(L->timeout_s, &timer);
+#endif
     for (;;) {
         if (__atomic_load_n(&L->failed, __ATOMIC_RELAXED))
             break;
@@ -542,6 +864,7 @@ static inline void *ckt__emu_worker_main(void *arg)
         unsigned bz = (unsigned)(b / ((unsigned long long)L->grid.x * L->grid.y));
         w->rng = L->seed ^ (b * 0x9e3779b97f4a7c15ull);
         if (ckt__emu_run_block(w, bx, by, bz) != 0) {
+            w->failed = 1;
             pthread_mutex_lock(&L->lock);
             if (!L->failed) {
                 memcpy(L->msg, w->msg, sizeof L->msg);
@@ -551,30 +874,52 @@ static inline void *ckt__emu_worker_main(void *arg)
             break;
         }
     }
+#if defined(CKT__EMU_WATCHDOG)
+    if (have_timer)
+        timer_delete(timer);
+#endif
+#if defined(CKT__EMU_SIGNALS)
+    if (have_alt)
+        sigaltstack(&old_alt, NULL);
+#endif
     ckt__emu_self = NULL;
     return NULL;
 }
 
 static inline void ckt__emu_worker_free(ckt__emu_worker *w)
 {
+#if defined(CKT__EMU_ASAN)
+    /* Fibers left mid-kernel keep their frames' redzones poisoned; a later
+     * mapping at the same address must not inherit them. */
+    if (w->stacks && w->failed)
+        __asan_unpoison_memory_region(w->stacks, w->stacks_bytes);
+#endif
     if (w->stacks)
         munmap(w->stacks, w->stacks_bytes);
     free(w->threads);
     free(w->order);
     free(w->shared);
+    free(w->altstack);
     w->stacks = NULL;
     w->threads = NULL;
     w->order = NULL;
     w->shared = NULL;
+    w->altstack = NULL;
 }
 
 static inline int ckt__emu_worker_init(ckt__emu_worker *w, ckt__emu_launch *L)
 {
     const unsigned n = L->nthreads;
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    size_t per = L->stack_size + page; /* guard page below each stack */
+    size_t guard = (CKT__EMU_GUARD_BYTES + page - 1) / page * page;
+    size_t per = L->stack_size + guard; /* guard pages below each stack */
     memset(w, 0, sizeof *w);
     w->launch = L;
+    w->guard_bytes = guard;
+    w->per_thread_bytes = per;
+#if defined(CKT__EMU_SIGNALS)
+    w->altstack = (unsigned char *)malloc(CKT__EMU_ALTSTACK_BYTES);
+#endif
     w->threads = (ckt__emu_thread *)calloc(n, sizeof(ckt__emu_thread));
     w->order = (unsigned *)calloc(n, sizeof(unsigned));
     w->shared_bytes = L->dyn_shared + CKT_EMU_STATIC_SHARED_BYTES;
@@ -590,8 +935,8 @@ static inline int ckt__emu_worker_init(ckt__emu_worker *w, ckt__emu_launch *L)
     for (unsigned r = 0; r < n; r++) {
         ckt__emu_thread *t = &w->threads[r];
         unsigned char *base = w->stacks + per * r;
-        mprotect(base, page, PROT_NONE);
-        t->stack = base + page;
+        mprotect(base, guard, PROT_NONE);
+        t->stack = base + guard;
         t->stack_size = L->stack_size;
         t->rank = r;
         t->tid[0] = r % L->block.x;
@@ -638,9 +983,16 @@ static inline int ckt__emu_launch_kernel(ckt__emu_entry entry, ckt_dim3 grid, ck
     L.dyn_shared = (dyn_shared + 15) / 16 * 16;
     L.nthreads = (unsigned)nthreads;
     L.nblocks = (unsigned long long)grid.x * grid.y * grid.z;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
     L.stack_size = (size_t)ckt__emu_env_int("CKT_EMU_STACK_KB", 256) * 1024u;
     if (L.stack_size < 16384)
         L.stack_size = 16384;
+    L.stack_size = (L.stack_size + page - 1) / page * page; /* guards stay page-aligned */
+    const char *tmo = getenv("CKT_EMU_TIMEOUT_S");
+    L.timeout_s = tmo && *tmo ? strtod(tmo, NULL) : 20.0;
+#if defined(CKT__EMU_SIGNALS)
+    ckt__emu_install_signals();
+#endif
     L.schedule = CKT_EMU_FORWARD;
     L.seed = 1;
     if (ckt__emu_schedule_override >= 0) {
