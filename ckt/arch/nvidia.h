@@ -35,8 +35,9 @@ CKT_INLINE CKT_DEVICE unsigned ckt_thread_rank(void)
 }
 CKT_INLINE CKT_DEVICE unsigned ckt_lane_id(void)
 {
+    /* not volatile: a pure read, so repeated calls fold into one */
     unsigned l;
-    asm volatile("mov.u32 %0, %%laneid;" : "=r"(l));
+    asm("mov.u32 %0, %%laneid;" : "=r"(l));
     return l;
 }
 CKT_INLINE CKT_DEVICE unsigned ckt_warp_id(void) { return ckt_thread_rank() / CKT_WARP_SIZE; }

@@ -55,14 +55,26 @@
  * shared tiles padded by 8 elements (16 bytes) against bank conflicts. */
 #define CKT__FMHA_D CKT_FMHA_HDIM
 #define CKT__FMHA_DV CKT_FMHA_HDIM_V
+#ifdef CKT_FMHA_WARPS /* optional tuning knobs */
+#define CKT__FMHA_WARPS CKT_FMHA_WARPS
+#else
 #define CKT__FMHA_WARPS 4
+#endif
 #define CKT__FMHA_THREADS (CKT__FMHA_WARPS * CKT_WARP_SIZE)
 #if defined(CKT_HAS_MFMA)
 #define CKT__FMHA_WM 32 /* MFMA 32x32x8: a wavefront owns 32 query rows */
 #define CKT__FMHA_BN 32
 #else
-#define CKT__FMHA_WM 16 /* mma.sync m16n8k16: a warp owns 16 query rows */
+#ifdef CKT_FMHA_WARP_ROWS
+#define CKT__FMHA_WM CKT_FMHA_WARP_ROWS
+#else
+#define CKT__FMHA_WM 16 /* mma.sync m16n8k16: a warp owns 16 (or 32) query rows */
+#endif
+#ifdef CKT_FMHA_BLOCK_N
+#define CKT__FMHA_BN CKT_FMHA_BLOCK_N
+#else
 #define CKT__FMHA_BN ((CKT__FMHA_D > 128 || CKT__FMHA_DV > 128) ? 32 : 64)
+#endif
 #endif
 #define CKT__FMHA_BM (CKT__FMHA_WARPS * CKT__FMHA_WM)
 #define CKT__FMHA_QP (CKT__FMHA_D + 8)  /* shared pitch of Q and K rows */
@@ -210,7 +222,7 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
 
     /* per-lane state: O accumulator, running max (log2 domain) and sum per row */
 #if defined(CKT_HAS_MMA_SYNC)
-    enum { ROWS = 2 }; /* a lane holds rows g and g + 8 of its warp's 16 */
+    enum { ROWS = WM / 8 }; /* a lane holds rows g, g + 8, g + 16, .. of its warp's WM: slot r >> 3 */
 #else
     enum { ROWS = 1 }; /* a lane holds query column lane % 32 of the transposed tiles */
 #endif
@@ -253,8 +265,11 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
             ckt_warp_mma(s_acc, qf, kf, WM, BN, 16, CKT__FMHA_BF16);
         }
         /* logits (log2 domain), masked to -inf; row max over the lane's
-         * elements, then over the 4 lanes of a quad (xor 1, 2) */
-        float mx[ROWS] = {-INFINITY, -INFINITY};
+         * elements (row slot r / 8), then over the 4 lanes of a quad (xor 1, 2) */
+        float mx[ROWS];
+        CKT_UNROLL
+        for (int r = 0; r < ROWS; r++)
+            mx[r] = -INFINITY;
         CKT_UNROLL
         for (int i = 0; i < CKT_WARP_ACC_REGS(WM, BN); i++) {
             int r, c;
@@ -263,9 +278,9 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
             if (!full && !ckt__fmha_visible(&sq, wrow0 + r, n0 + c))
                 x = -INFINITY;
             s_acc[i] = x;
-            mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], x);
+            mx[ckt_warp_acc_slot(i, BN)] = fmaxf(mx[ckt_warp_acc_slot(i, BN)], x);
         }
-        float corr[ROWS], m_use[ROWS];
+        float corr[ROWS], m_use[ROWS], sum[ROWS];
         CKT_UNROLL
         for (int r = 0; r < ROWS; r++) {
             mx[r] = fmaxf(mx[r], ckt_warp_shfl_xor_f32(mx[r], 1));
@@ -275,13 +290,13 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
             m_use[r] = m_new == -INFINITY ? 0.0f : m_new;
             corr[r] = ckt_exp2f_fast(row_m[r] - m_use[r]);
             row_m[r] = m_new;
+            sum[r] = 0.0f;
         }
-        float sum[ROWS] = {0.0f, 0.0f};
         CKT_UNROLL
         for (int i = 0; i < CKT_WARP_ACC_REGS(WM, BN); i++) {
-            float p = ckt_exp2f_fast(s_acc[i] - m_use[(i >> 1) & 1]);
+            float p = ckt_exp2f_fast(s_acc[i] - m_use[ckt_warp_acc_slot(i, BN)]);
             s_acc[i] = p;
-            sum[(i >> 1) & 1] += p;
+            sum[ckt_warp_acc_slot(i, BN)] += p;
         }
         CKT_UNROLL
         for (int r = 0; r < ROWS; r++) {
@@ -291,15 +306,20 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
         }
         CKT_UNROLL
         for (int i = 0; i < CKT_WARP_ACC_REGS(WM, DV); i++)
-            o_acc[i] *= corr[(i >> 1) & 1];
-        /* O[16 x DV] += P[16 x BN] V[BN x DV]: P's registers become A fragments */
+            o_acc[i] *= corr[ckt_warp_acc_slot(i, DV)];
+        /* O[WM x DV] += P[WM x BN] V[BN x DV]: P's registers become A fragments */
         uint32_t pf[CKT_WARP_A_REGS(WM, BN)];
         ckt_warp_acc_to_a(pf, s_acc, WM, BN, CKT__FMHA_BF16);
         CKT_UNROLL
         for (int kk = 0; kk < BN; kk += 16) {
-            uint32_t vf[CKT_WARP_B_REGS(16, DV)];
+            uint32_t vf[CKT_WARP_B_REGS(16, DV)], pk[CKT_WARP_A_REGS(WM, 16)];
+            CKT_UNROLL
+            for (int mi = 0; mi < WM / 16; mi++)
+                CKT_UNROLL
+                for (int e = 0; e < 4; e++)
+                    pk[mi * 4 + e] = pf[(mi * (BN / 16) + kk / 16) * 4 + e];
             ckt_warp_load_b_kn(vf, sV, kk, 0, 16, DV);
-            ckt_warp_mma(o_acc, &pf[(kk / 16) * 4], vf, WM, DV, 16, CKT__FMHA_BF16);
+            ckt_warp_mma(o_acc, pk, vf, WM, DV, 16, CKT__FMHA_BF16);
         }
 #else /* CKT_HAS_MFMA */
         /* Transposed on CDNA, so that P needs no shuffle between the two MFMAs:
@@ -379,7 +399,7 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
     for (int i = 0; i < CKT_WARP_ACC_REGS(WM, DV); i += 2) {
         int r, c;
         ckt_warp_acc_coord(&r, &c, i, lane, WM, DV);
-        float x0 = o_acc[i] * inv[(i >> 1) & 1], x1 = o_acc[i + 1] * inv[(i >> 1) & 1];
+        float x0 = o_acc[i] * inv[ckt_warp_acc_slot(i, DV)], x1 = o_acc[i + 1] * inv[ckt_warp_acc_slot(i, DV)];
         uint32_t packed = CKT__FMHA_BF16 ? ckt_pack_bf16x2(ckt_bf16_from_f32(x0), ckt_bf16_from_f32(x1))
                                          : ckt_pack_f16x2(ckt_f16_from_f32(x0), ckt_f16_from_f32(x1));
         if (ckt_window2d_valid_cols(&wo, r, c, 2) == 2) /* hdim_v is a multiple of 8: pairs are whole */

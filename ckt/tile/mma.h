@@ -161,6 +161,14 @@ CKT_INLINE CKT_HOST_DEVICE void ckt_warp_acc_coord(int *row, int *col, int i, in
     *col = (tile % tiles_n) * 8 + 2 * (lane & 3) + (e & 1);
 }
 
+/* The row slot of accumulator register i: the rows of a lane are g + 8 s for
+ * s = 0 .. WM/8 - 1, and register i holds row slot ckt_warp_acc_slot(i); the
+ * slot depends on i alone, so per-row state indexed by it stays in registers. */
+CKT_INLINE CKT_HOST_DEVICE int ckt_warp_acc_slot(int i, int WN)
+{
+    return 2 * ((i >> 2) / (WN / 8)) + ((i >> 1) & 1);
+}
+
 /* >>loads from shared memory */
 
 /* a[] <- A[row0 .. +WM][k0 .. +WK] of a row-major [m][k] shared tile.
