@@ -166,13 +166,22 @@ CKT_INLINE CKT_DEVICE int ckt__fmha_tile_full(const ckt__fmha_seq *s, int m0, in
     return (s->left < 0 || dmin >= -s->left) && (s->right < 0 || dmax <= s->right);
 }
 
-/* score -> log2-domain logit: s * scale (optionally cap * tanh(s * scale / cap)) * log2(e) */
-CKT_INLINE CKT_DEVICE float ckt__fmha_logit2(float s, float scale, float softcap)
+/* s[0 .. n) <- logits in the log2 domain: s * scale * log2(e), or with a
+ * soft-cap cap * tanh(s * scale / cap) * log2(e). The branch is uniform and
+ * outside the loop, so each element costs one multiply without a soft-cap. */
+CKT_INLINE CKT_DEVICE void ckt__fmha_logits(float *s, int n, float scale, float softcap)
 {
-    float x = s * scale;
-    if (softcap > 0.0f)
-        x = softcap * tanhf(x / softcap);
-    return x * CKT_LOG2E;
+    if (softcap > 0.0f) {
+        const float in = scale / softcap, out = softcap * CKT_LOG2E;
+        CKT_UNROLL
+        for (int i = 0; i < n; i++)
+            s[i] = out * tanhf(s[i] * in);
+    } else {
+        const float sl2 = scale * CKT_LOG2E;
+        CKT_UNROLL
+        for (int i = 0; i < n; i++)
+            s[i] *= sl2;
+    }
 }
 
 #endif /* CKT__FMHA_COMMON_DEFINED */
@@ -266,20 +275,23 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
         }
         /* logits (log2 domain), masked to -inf; row max over the lane's
          * elements (row slot r / 8), then over the 4 lanes of a quad (xor 1, 2) */
+        ckt__fmha_logits(s_acc, CKT_WARP_ACC_REGS(WM, BN), scale, a.softcap);
+        if (!full) { /* only tiles the mask or the end of the keys cut */
+            CKT_UNROLL
+            for (int i = 0; i < CKT_WARP_ACC_REGS(WM, BN); i++) {
+                int r, c;
+                ckt_warp_acc_coord(&r, &c, i, lane, WM, BN);
+                if (!ckt__fmha_visible(&sq, wrow0 + r, n0 + c))
+                    s_acc[i] = -INFINITY;
+            }
+        }
         float mx[ROWS];
         CKT_UNROLL
         for (int r = 0; r < ROWS; r++)
             mx[r] = -INFINITY;
         CKT_UNROLL
-        for (int i = 0; i < CKT_WARP_ACC_REGS(WM, BN); i++) {
-            int r, c;
-            ckt_warp_acc_coord(&r, &c, i, lane, WM, BN);
-            float x = ckt__fmha_logit2(s_acc[i], scale, a.softcap);
-            if (!full && !ckt__fmha_visible(&sq, wrow0 + r, n0 + c))
-                x = -INFINITY;
-            s_acc[i] = x;
-            mx[ckt_warp_acc_slot(i, BN)] = fmaxf(mx[ckt_warp_acc_slot(i, BN)], x);
-        }
+        for (int i = 0; i < CKT_WARP_ACC_REGS(WM, BN); i++)
+            mx[ckt_warp_acc_slot(i, BN)] = fmaxf(mx[ckt_warp_acc_slot(i, BN)], s_acc[i]);
         float corr[ROWS], m_use[ROWS], sum[ROWS];
         CKT_UNROLL
         for (int r = 0; r < ROWS; r++) {
@@ -336,17 +348,20 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
             ckt_warp_load_b_nk(qf, sQ, warp * WM, kk, 16, WM);
             ckt_warp_mma(s_acc, kf, qf, BN, WM, 16, CKT__FMHA_BF16);
         }
+        ckt__fmha_logits(s_acc, CKT_WARP_ACC_REGS(BN, WM), scale, a.softcap);
+        if (!full) {
+            CKT_UNROLL
+            for (int i = 0; i < CKT_WARP_ACC_REGS(BN, WM); i++) {
+                int key, q;
+                ckt_warp_acc_coord(&key, &q, i, lane, BN, WM);
+                if (!ckt__fmha_visible(&sq, wrow0 + q, n0 + key))
+                    s_acc[i] = -INFINITY;
+            }
+        }
         float mx = -INFINITY;
         CKT_UNROLL
-        for (int i = 0; i < CKT_WARP_ACC_REGS(BN, WM); i++) {
-            int key, q;
-            ckt_warp_acc_coord(&key, &q, i, lane, BN, WM);
-            float x = ckt__fmha_logit2(s_acc[i], scale, a.softcap);
-            if (!full && !ckt__fmha_visible(&sq, wrow0 + q, n0 + key))
-                x = -INFINITY;
-            s_acc[i] = x;
-            mx = fmaxf(mx, x);
-        }
+        for (int i = 0; i < CKT_WARP_ACC_REGS(BN, WM); i++)
+            mx = fmaxf(mx, s_acc[i]);
         /* the other half of the keys of this query is in lane ^ 32 */
         mx = fmaxf(mx, ckt_warp_shfl_xor_f32(mx, 32));
         float m_new = fmaxf(row_m[0], mx);

@@ -134,6 +134,21 @@ CKT_INLINE CKT_DEVICE void ckt_smem_tile_load_async(ckt_smem_tile s, const ckt_w
                                                     int C, int T, int tid)
 {
     const int chunks_per_row = C / 8, chunks = R * chunks_per_row;
+    if (T % chunks_per_row == 0 && w->row0 >= 0 && w->col0 >= 0 && w->row0 + R <= w->view.rows &&
+        w->col0 + C <= w->view.cols) {
+        /* the whole tile is inside the view (a block-uniform test): no masks,
+         * and this thread's chunks are rstep rows apart in one column */
+        const int r0 = tid / chunks_per_row, c = (tid % chunks_per_row) * 8, rstep = T / chunks_per_row;
+        const char *g = ckt_window2d_ptr(w, r0, c, 2);
+        const int64_t gstep = (int64_t)rstep * w->view.row_stride * 2;
+        CKT_UNROLL
+        for (int j = 0; j < CKT_CEIL_DIV(chunks, T); j++) {
+            if (chunks % T != 0 && r0 + j * rstep >= R)
+                break;
+            ckt_cp_async_16(ckt_smem_tile_ptr(s, r0 + j * rstep, c), g + j * gstep, 16u);
+        }
+        return;
+    }
     CKT_UNROLL
     for (int j = 0; j < CKT_CEIL_DIV(chunks, T); j++) {
         int i = tid + j * T;
