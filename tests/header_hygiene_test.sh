@@ -8,7 +8,11 @@ count=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for h in "$@"; do
-  case "$h" in *.h) ;; *) continue ;; esac
+  case "$h" in
+    *_body.h) continue ;; # body files are included by an instance, after its #defines
+    *.h) ;;
+    *) continue ;;
+  esac
   rel=${h#./}
   printf '#include "%s"\n' "$rel" > "$tmp/one.c"
   cp "$tmp/one.c" "$tmp/one.cc"

@@ -65,15 +65,18 @@
 #define CKT__FMHA_WM 32 /* MFMA 32x32x8: a wavefront owns 32 query rows */
 #define CKT__FMHA_BN 32
 #else
+/* mma.sync m16n8k16: a warp owns 32 query rows (16 when the O accumulator
+ * of 32 rows, DV registers, would not fit beside the scores); key steps of
+ * 64 for head dims up to 64, else 32 (measured on H200: docs/fmha.md) */
 #ifdef CKT_FMHA_WARP_ROWS
 #define CKT__FMHA_WM CKT_FMHA_WARP_ROWS
 #else
-#define CKT__FMHA_WM 16 /* mma.sync m16n8k16: a warp owns 16 (or 32) query rows */
+#define CKT__FMHA_WM (CKT__FMHA_DV <= 128 ? 32 : 16)
 #endif
 #ifdef CKT_FMHA_BLOCK_N
 #define CKT__FMHA_BN CKT_FMHA_BLOCK_N
 #else
-#define CKT__FMHA_BN ((CKT__FMHA_D > 128 || CKT__FMHA_DV > 128) ? 32 : 64)
+#define CKT__FMHA_BN (CKT__FMHA_D <= 64 ? 64 : 32)
 #endif
 #endif
 #define CKT__FMHA_BM (CKT__FMHA_WARPS * CKT__FMHA_WM)
@@ -141,6 +144,19 @@ CKT_INLINE CKT_DEVICE int ckt__fmha_visible(const ckt__fmha_seq *s, int i, int j
     return j < s->sk && (s->left < 0 || d >= -s->left) && (s->right < 0 || d <= s->right);
 }
 
+/* The keys query i may see, as columns relative to n0: [*lo, *hi] (empty
+ * when *lo > *hi). */
+CKT_INLINE CKT_DEVICE void ckt__fmha_visible_cols(const ckt__fmha_seq *s, int i, int n0, int *lo, int *hi)
+{
+    int l = -1 << 30, h = s->sk - 1 - n0;
+    if (s->left >= 0)
+        l = i + s->off - s->left - n0;
+    if (s->right >= 0 && i + s->off + s->right - n0 < h)
+        h = i + s->off + s->right - n0;
+    *lo = l;
+    *hi = h;
+}
+
 /* The keys [*lo, *hi) some query of rows [m0, m0 + bm) may see. */
 CKT_INLINE CKT_DEVICE void ckt__fmha_key_range(const ckt__fmha_seq *s, int m0, int bm, int *lo,
                                                int *hi)
@@ -166,22 +182,21 @@ CKT_INLINE CKT_DEVICE int ckt__fmha_tile_full(const ckt__fmha_seq *s, int m0, in
     return (s->left < 0 || dmin >= -s->left) && (s->right < 0 || dmax <= s->right);
 }
 
-/* s[0 .. n) <- logits in the log2 domain: s * scale * log2(e), or with a
- * soft-cap cap * tanh(s * scale / cap) * log2(e). The branch is uniform and
- * outside the loop, so each element costs one multiply without a soft-cap. */
-CKT_INLINE CKT_DEVICE void ckt__fmha_logits(float *s, int n, float scale, float softcap)
+/* Soft-caps the scores s[0 .. n) in place (s <- cap * tanh(s * scale / cap),
+ * when softcap > 0) and returns the factor that takes them to the log2
+ * domain: logit2 = s * factor. Without a soft-cap the scores stay raw and the
+ * scale folds into the exp2's FMA: p = exp2(s * factor - m). The branch is
+ * uniform and outside the loop. */
+CKT_INLINE CKT_DEVICE float ckt__fmha_softcap(float *s, int n, float scale, float softcap)
 {
     if (softcap > 0.0f) {
-        const float in = scale / softcap, out = softcap * CKT_LOG2E;
+        const float in = scale / softcap;
         CKT_UNROLL
         for (int i = 0; i < n; i++)
-            s[i] = out * tanhf(s[i] * in);
-    } else {
-        const float sl2 = scale * CKT_LOG2E;
-        CKT_UNROLL
-        for (int i = 0; i < n; i++)
-            s[i] *= sl2;
+            s[i] = softcap * tanhf(s[i] * in);
+        return CKT_LOG2E;
     }
+    return scale * CKT_LOG2E;
 }
 
 #endif /* CKT__FMHA_COMMON_DEFINED */
@@ -194,7 +209,9 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
     CKT_DYNAMIC_SHARED(uint16_t, smem);
     const int tid = (int)ckt_thread_idx_x(), warp = (int)ckt_warp_id(), lane = (int)ckt_lane_id();
     const int b = (int)ckt_block_idx_z(), h = (int)ckt_block_idx_y();
-    const int m0 = (int)ckt_block_idx_x() * BM;
+    /* the last query blocks first: under a causal mask they see the most keys,
+     * so the longest blocks start early and the short ones fill the tail */
+    const int m0 = (int)(ckt_grid_dim_x() - 1 - ckt_block_idx_x()) * BM;
     const int hk = h / (a.nhead_q / a.nhead_k);
     const ckt__fmha_seq sq = ckt__fmha_resolve(&a, b);
     if (m0 >= sq.sq)
@@ -273,15 +290,22 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
             ckt_warp_load_b_nk(kf, sK, 0, kk, 16, BN);
             ckt_warp_mma(s_acc, qf, kf, WM, BN, 16, CKT__FMHA_BF16);
         }
-        /* logits (log2 domain), masked to -inf; row max over the lane's
-         * elements (row slot r / 8), then over the 4 lanes of a quad (xor 1, 2) */
-        ckt__fmha_logits(s_acc, CKT_WARP_ACC_REGS(WM, BN), scale, a.softcap);
+        /* scores (soft-capped), masked to -inf; row max over the lane's
+         * elements (row slot r / 8), then over the 4 lanes of a quad (xor 1, 2);
+         * the max and the running state are in the log2 domain */
+        const float to_log2 = ckt__fmha_softcap(s_acc, CKT_WARP_ACC_REGS(WM, BN), scale, a.softcap);
         if (!full) { /* only tiles the mask or the end of the keys cut */
+            /* visible columns of the lane's row slot r, relative to n0: [lo, hi] */
+            int lo[ROWS], hi[ROWS];
+            CKT_UNROLL
+            for (int r = 0; r < ROWS; r++)
+                ckt__fmha_visible_cols(&sq, wrow0 + (lane >> 2) + 8 * r, n0, &lo[r], &hi[r]);
             CKT_UNROLL
             for (int i = 0; i < CKT_WARP_ACC_REGS(WM, BN); i++) {
                 int r, c;
                 ckt_warp_acc_coord(&r, &c, i, lane, WM, BN);
-                if (!ckt__fmha_visible(&sq, wrow0 + r, n0 + c))
+                const int slot = ckt_warp_acc_slot(i, BN);
+                if (c < lo[slot] || c > hi[slot])
                     s_acc[i] = -INFINITY;
             }
         }
@@ -297,7 +321,7 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
         for (int r = 0; r < ROWS; r++) {
             mx[r] = fmaxf(mx[r], ckt_warp_shfl_xor_f32(mx[r], 1));
             mx[r] = fmaxf(mx[r], ckt_warp_shfl_xor_f32(mx[r], 2));
-            float m_new = fmaxf(row_m[r], mx[r]);
+            float m_new = fmaxf(row_m[r], mx[r] * to_log2);
             /* a row with nothing visible yet keeps m = -inf: subtract 0 there */
             m_use[r] = m_new == -INFINITY ? 0.0f : m_new;
             corr[r] = ckt_exp2f_fast(row_m[r] - m_use[r]);
@@ -306,7 +330,7 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
         }
         CKT_UNROLL
         for (int i = 0; i < CKT_WARP_ACC_REGS(WM, BN); i++) {
-            float p = ckt_exp2f_fast(s_acc[i] - m_use[ckt_warp_acc_slot(i, BN)]);
+            float p = ckt_exp2f_fast(fmaf(s_acc[i], to_log2, -m_use[ckt_warp_acc_slot(i, BN)]));
             s_acc[i] = p;
             sum[ckt_warp_acc_slot(i, BN)] += p;
         }
@@ -316,9 +340,17 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
             sum[r] += ckt_warp_shfl_xor_f32(sum[r], 2);
             row_l[r] = row_l[r] * corr[r] + sum[r];
         }
+        /* rescale O only when some row max of the warp grew (after the first
+         * tiles it rarely does) */
+        int grew = 0;
         CKT_UNROLL
-        for (int i = 0; i < CKT_WARP_ACC_REGS(WM, DV); i++)
-            o_acc[i] *= corr[ckt_warp_acc_slot(i, DV)];
+        for (int r = 0; r < ROWS; r++)
+            grew |= corr[r] != 1.0f;
+        if (ckt_warp_any(grew)) {
+            CKT_UNROLL
+            for (int i = 0; i < CKT_WARP_ACC_REGS(WM, DV); i++)
+                o_acc[i] *= corr[ckt_warp_acc_slot(i, DV)];
+        }
         /* O[WM x DV] += P[WM x BN] V[BN x DV]: P's registers become A fragments */
         uint32_t pf[CKT_WARP_A_REGS(WM, BN)];
         ckt_warp_acc_to_a(pf, s_acc, WM, BN, CKT__FMHA_BF16);
@@ -348,13 +380,15 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
             ckt_warp_load_b_nk(qf, sQ, warp * WM, kk, 16, WM);
             ckt_warp_mma(s_acc, kf, qf, BN, WM, 16, CKT__FMHA_BF16);
         }
-        ckt__fmha_logits(s_acc, CKT_WARP_ACC_REGS(BN, WM), scale, a.softcap);
+        const float to_log2 = ckt__fmha_softcap(s_acc, CKT_WARP_ACC_REGS(BN, WM), scale, a.softcap);
         if (!full) {
+            int lo, hi; /* visible keys of this lane's query, relative to n0 */
+            ckt__fmha_visible_cols(&sq, wrow0 + (lane & 31), n0, &lo, &hi);
             CKT_UNROLL
             for (int i = 0; i < CKT_WARP_ACC_REGS(BN, WM); i++) {
                 int key, q;
                 ckt_warp_acc_coord(&key, &q, i, lane, BN, WM);
-                if (!ckt__fmha_visible(&sq, wrow0 + q, n0 + key))
+                if (key < lo || key > hi)
                     s_acc[i] = -INFINITY;
             }
         }
@@ -364,22 +398,24 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
             mx = fmaxf(mx, s_acc[i]);
         /* the other half of the keys of this query is in lane ^ 32 */
         mx = fmaxf(mx, ckt_warp_shfl_xor_f32(mx, 32));
-        float m_new = fmaxf(row_m[0], mx);
+        float m_new = fmaxf(row_m[0], mx * to_log2);
         float m_use = m_new == -INFINITY ? 0.0f : m_new;
         float corr = ckt_exp2f_fast(row_m[0] - m_use);
         row_m[0] = m_new;
         float sum = 0.0f;
         CKT_UNROLL
         for (int i = 0; i < CKT_WARP_ACC_REGS(BN, WM); i++) {
-            float p = ckt_exp2f_fast(s_acc[i] - m_use);
+            float p = ckt_exp2f_fast(fmaf(s_acc[i], to_log2, -m_use));
             s_acc[i] = p;
             sum += p;
         }
         sum += ckt_warp_shfl_xor_f32(sum, 32);
         row_l[0] = row_l[0] * corr + sum;
-        CKT_UNROLL
-        for (int i = 0; i < CKT_WARP_ACC_REGS(DV, WM); i++)
-            o_acc[i] *= corr;
+        if (ckt_warp_any(corr != 1.0f)) {
+            CKT_UNROLL
+            for (int i = 0; i < CKT_WARP_ACC_REGS(DV, WM); i++)
+                o_acc[i] *= corr;
+        }
         /* O^T[DV x 32] += V^T[DV x BN] P^T[BN x 32]: the B fragment of k-step
          * ks (keys 8 ks + 4 (lane/32) .. +3, query lane % 32) is S^T registers
          * 4 ks .. 4 ks + 3 of this lane, packed to 16 bits */
