@@ -49,10 +49,13 @@
 /* Fully unroll the next loop on GPUs (its trip count must be a compile-time
  * constant after inlining): `CKT_UNROLL for (int i = 0; i < N; i++) ...`.
  * Nothing on the CPU, where unrolling buys nothing for the emulator. */
+#define CKT__PRAGMA(x) _Pragma(#x)
 #if defined(CKT_BACKEND_CPU)
 #define CKT_UNROLL
+#define CKT_UNROLL_BY(n)
 #else
 #define CKT_UNROLL _Pragma("unroll")
+#define CKT_UNROLL_BY(n) CKT__PRAGMA(unroll n) /* partial: n iterations per trip */
 #endif
 
 /* True while compiling code that runs on a GPU (device pass of nvcc/hipcc). */

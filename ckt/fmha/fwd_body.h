@@ -57,6 +57,9 @@
 #define CKT__FMHA_DV CKT_FMHA_HDIM_V
 #ifdef CKT_FMHA_WARPS /* optional tuning knobs */
 #define CKT__FMHA_WARPS CKT_FMHA_WARPS
+#elif defined(CKT_HAS_MFMA)
+/* CDNA: 64 KiB of LDS hold Q (32 rows per wavefront) and one K/V stage */
+#define CKT__FMHA_WARPS ((CKT_FMHA_HDIM > 128 || CKT_FMHA_HDIM_V > 128) ? 1 : 4)
 #else
 #define CKT__FMHA_WARPS 4
 #endif
@@ -85,7 +88,12 @@
 #define CKT__FMHA_Q_ELEMS (CKT__FMHA_BM * CKT__FMHA_QP)
 #define CKT__FMHA_K_ELEMS (CKT__FMHA_BN * CKT__FMHA_QP)
 #define CKT__FMHA_V_ELEMS (CKT__FMHA_BN * CKT__FMHA_VP)
+/* K/V ring stages: 2 where copies are asynchronous (cp.async), else 1 */
+#if defined(CKT_HAS_CP_ASYNC)
 #define CKT__FMHA_STAGES 2
+#else
+#define CKT__FMHA_STAGES 1
+#endif
 #define CKT__FMHA_SMEM_BYTES                                                                      \
     ((size_t)(CKT__FMHA_Q_ELEMS + CKT__FMHA_STAGES * (CKT__FMHA_K_ELEMS + CKT__FMHA_V_ELEMS)) * 2)
 #define CKT__FMHA_BF16 ((CKT_FMHA_DTYPE) == CKT_BF16)
@@ -148,7 +156,7 @@ CKT_INLINE CKT_DEVICE int ckt__fmha_visible(const ckt__fmha_seq *s, int i, int j
  * when *lo > *hi). */
 CKT_INLINE CKT_DEVICE void ckt__fmha_visible_cols(const ckt__fmha_seq *s, int i, int n0, int *lo, int *hi)
 {
-    int l = -1 << 30, h = s->sk - 1 - n0;
+    int l = -(1 << 30), h = s->sk - 1 - n0;
     if (s->left >= 0)
         l = i + s->off - s->left - n0;
     if (s->right >= 0 && i + s->off + s->right - n0 < h)
@@ -182,6 +190,15 @@ CKT_INLINE CKT_DEVICE int ckt__fmha_tile_full(const ckt__fmha_seq *s, int m0, in
     return (s->left < 0 || dmin >= -s->left) && (s->right < 0 || dmax <= s->right);
 }
 
+/* tanh from the fast exp2 and reciprocal: tanh(x) = 1 - 2 / (e^2x + 1).
+ * Absolute error ~1e-7; saturates to +-1 without NaN (e^2x = inf gives 1).
+ * Inline, unlike libm's tanhf, which hipcc calls out of line when a unit has
+ * several instances (the call then spills registers to scratch). */
+CKT_INLINE CKT_DEVICE float ckt__fmha_tanh(float x)
+{
+    return 1.0f - 2.0f * ckt_rcpf_fast(ckt_exp2f_fast(2.0f * CKT_LOG2E * x) + 1.0f);
+}
+
 /* Soft-caps the scores s[0 .. n) in place (s <- cap * tanh(s * scale / cap),
  * when softcap > 0) and returns the factor that takes them to the log2
  * domain: logit2 = s * factor. Without a soft-cap the scores stay raw and the
@@ -193,7 +210,7 @@ CKT_INLINE CKT_DEVICE float ckt__fmha_softcap(float *s, int n, float scale, floa
         const float in = scale / softcap;
         CKT_UNROLL
         for (int i = 0; i < n; i++)
-            s[i] = softcap * tanhf(s[i] * in);
+            s[i] = softcap * ckt__fmha_tanh(s[i] * in);
         return CKT_LOG2E;
     }
     return scale * CKT_LOG2E;
@@ -266,15 +283,17 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
 
     for (int nb = 0; nb < nblocks; nb++) {
         const int n0 = n_lo + nb * BN;
-        ckt_pipe_wait(CKT__FMHA_STAGES); /* K/V tile nb (and Q) have landed */
-        if (nb + 1 < nblocks) {          /* prefetch the next K/V tile */
+        /* K/V tile nb (and Q) have landed: one group is in flight at a time */
+        ckt_cp_async_wait(0);
+        ckt_block_sync();
+        if (CKT__FMHA_STAGES > 1 && nb + 1 < nblocks) { /* prefetch the next K/V tile */
             ckt_window2d_move(&wk, BN, 0);
             ckt_window2d_move(&wv, BN, 0);
-            ckt_smem_tile_load_async(CKT__FMHA_SK((nb + 1) & 1), &wk, BN, D, CKT__FMHA_THREADS, tid);
-            ckt_smem_tile_load_async(CKT__FMHA_SV((nb + 1) & 1), &wv, BN, DV, CKT__FMHA_THREADS, tid);
+            ckt_smem_tile_load_async(CKT__FMHA_SK((nb + 1) % CKT__FMHA_STAGES), &wk, BN, D, CKT__FMHA_THREADS, tid);
+            ckt_smem_tile_load_async(CKT__FMHA_SV((nb + 1) % CKT__FMHA_STAGES), &wv, BN, DV, CKT__FMHA_THREADS, tid);
+            ckt_pipe_commit();
         }
-        ckt_pipe_commit();
-        const ckt_smem_tile sK = CKT__FMHA_SK(nb & 1), sV = CKT__FMHA_SV(nb & 1);
+        const ckt_smem_tile sK = CKT__FMHA_SK(nb % CKT__FMHA_STAGES), sV = CKT__FMHA_SV(nb % CKT__FMHA_STAGES);
         const int full = ckt__fmha_tile_full(&sq, wrow0, WM, n0, BN);
 
 #if defined(CKT_HAS_MMA_SYNC)
@@ -373,7 +392,7 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
         CKT_UNROLL
         for (int i = 0; i < CKT_WARP_ACC_REGS(BN, WM); i++)
             s_acc[i] = 0.0f;
-        CKT_UNROLL
+        CKT_UNROLL_BY(1) /* full unrolling hoists every LDS read: registers spill */
         for (int kk = 0; kk < D; kk += 16) {
             uint32_t kf[CKT_WARP_A_REGS(BN, 16)], qf[CKT_WARP_B_REGS(16, WM)];
             ckt_warp_load_a(kf, sK, 0, kk, BN, 16);
@@ -436,6 +455,14 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
             ckt_warp_mma(o_acc, vf, pf, DV, WM, 8, CKT__FMHA_BF16);
         }
 #endif
+        if (CKT__FMHA_STAGES == 1 && nb + 1 < nblocks) { /* one buffer: refill it once all are done */
+            ckt_block_sync();
+            ckt_window2d_move(&wk, BN, 0);
+            ckt_window2d_move(&wv, BN, 0);
+            ckt_smem_tile_load_async(CKT__FMHA_SK(0), &wk, BN, D, CKT__FMHA_THREADS, tid);
+            ckt_smem_tile_load_async(CKT__FMHA_SV(0), &wv, BN, DV, CKT__FMHA_THREADS, tid);
+            ckt_pipe_commit();
+        }
     }
     ckt_cp_async_wait_all(); /* nothing may stay in flight past the block's end */
 
