@@ -8,6 +8,9 @@
 #include "ckt/arch/arch.h"
 #include "ckt/tile/mma.h"
 #include "ckt/tile/pipeline.h"
+#include "ckt/tile/regs.h"
+#include "ckt/tile/rows.h"
+#include "ckt/tile/smem.h"
 #include "ckt/tile/view.h"
 
 #endif /* CKT_TILE_H */
