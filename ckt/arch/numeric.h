@@ -151,4 +151,26 @@ CKT_INLINE CKT_HOST_DEVICE float ckt_f32_from_bf16(ckt_bf16 h)
     return ckt_f32_from_bits((uint32_t)h.bits << 16);
 }
 
+/* Two floats rounded (to nearest even) and packed into one 32-bit word, lo in
+ * the low half: one cvt.rn.{f16x2,bf16x2}.f32 instruction on NVIDIA. */
+CKT_INLINE CKT_HOST_DEVICE uint32_t ckt_pack2_f16(float lo, float hi)
+{
+#if defined(CKT_DEVICE_PASS) && defined(CKT_BACKEND_NVIDIA)
+    __half2 h = __floats2half2_rn(lo, hi);
+    return *(const uint32_t *)&h;
+#else
+    return (uint32_t)ckt_f16_from_f32(lo).bits | ((uint32_t)ckt_f16_from_f32(hi).bits << 16);
+#endif
+}
+
+CKT_INLINE CKT_HOST_DEVICE uint32_t ckt_pack2_bf16(float lo, float hi)
+{
+#if defined(CKT_DEVICE_PASS) && defined(CKT_BACKEND_NVIDIA)
+    __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    return *(const uint32_t *)&h;
+#else
+    return (uint32_t)ckt_bf16_from_f32(lo).bits | ((uint32_t)ckt_bf16_from_f32(hi).bits << 16);
+#endif
+}
+
 #endif /* CKT_ARCH_NUMERIC_H */

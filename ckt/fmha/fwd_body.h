@@ -353,19 +353,21 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
             s_acc[i] = p;
             sum[ckt_warp_acc_slot(i, BN)] += p;
         }
+        /* row_l stays this lane's partial sum (the 4 lanes of a quad share
+         * the max, so partial sums rescale alike); the quad adds them up once,
+         * after the loop */
         CKT_UNROLL
-        for (int r = 0; r < ROWS; r++) {
-            sum[r] += ckt_warp_shfl_xor_f32(sum[r], 1);
-            sum[r] += ckt_warp_shfl_xor_f32(sum[r], 2);
+        for (int r = 0; r < ROWS; r++)
             row_l[r] = row_l[r] * corr[r] + sum[r];
-        }
         /* rescale O only when some row max of the warp grew (after the first
          * tiles it rarely does) */
         int grew = 0;
         CKT_UNROLL
         for (int r = 0; r < ROWS; r++)
             grew |= corr[r] != 1.0f;
-        if (ckt_warp_any(grew)) {
+        /* (for head dims <= 64, rescaling unconditionally measured faster) */
+        if (CKT__FMHA_D <= 64 || ckt_warp_any(grew))
+        {
             CKT_UNROLL
             for (int i = 0; i < CKT_WARP_ACC_REGS(WM, DV); i++)
                 o_acc[i] *= corr[ckt_warp_acc_slot(i, DV)];
@@ -428,8 +430,7 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
             s_acc[i] = p;
             sum += p;
         }
-        sum += ckt_warp_shfl_xor_f32(sum, 32);
-        row_l[0] = row_l[0] * corr + sum;
+        row_l[0] = row_l[0] * corr + sum; /* partial: lane ^ 32 holds the rest */
         if (ckt_warp_any(corr != 1.0f)) {
             CKT_UNROLL
             for (int i = 0; i < CKT_WARP_ACC_REGS(DV, WM); i++)
@@ -442,13 +443,8 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
         for (int ks = 0; ks < BN / 8; ks++) {
             uint32_t pf[2], vf[CKT_WARP_A_REGS(DV, 8)];
             const float *p4 = &s_acc[4 * ks];
-            if (CKT__FMHA_BF16) {
-                pf[0] = ckt_pack_bf16x2(ckt_bf16_from_f32(p4[0]), ckt_bf16_from_f32(p4[1]));
-                pf[1] = ckt_pack_bf16x2(ckt_bf16_from_f32(p4[2]), ckt_bf16_from_f32(p4[3]));
-            } else {
-                pf[0] = ckt_pack_f16x2(ckt_f16_from_f32(p4[0]), ckt_f16_from_f32(p4[1]));
-                pf[1] = ckt_pack_f16x2(ckt_f16_from_f32(p4[2]), ckt_f16_from_f32(p4[3]));
-            }
+            pf[0] = CKT__FMHA_BF16 ? ckt_pack2_bf16(p4[0], p4[1]) : ckt_pack2_f16(p4[0], p4[1]);
+            pf[1] = CKT__FMHA_BF16 ? ckt_pack2_bf16(p4[2], p4[3]) : ckt_pack2_f16(p4[2], p4[3]);
             /* A = V^T: row d, keys 8 ks + 4 (lane/32) .. +3 = a column of V,
              * gathered like a [k][n] B operand */
             ckt_warp_load_b_kn(vf, sV, ks * 8, 0, 8, DV);
@@ -470,16 +466,18 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
 #if defined(CKT_HAS_MMA_SYNC)
     float inv[ROWS];
     CKT_UNROLL
-    for (int r = 0; r < ROWS; r++)
+    for (int r = 0; r < ROWS; r++) {
+        row_l[r] += ckt_warp_shfl_xor_f32(row_l[r], 1);
+        row_l[r] += ckt_warp_shfl_xor_f32(row_l[r], 2);
         inv[r] = row_l[r] > 0.0f ? 1.0f / row_l[r] : 0.0f;
+    }
     ckt_window2d wo = ckt_window2d_make(ckt_view2d_make(op, sq.sq, a.hdim_v, a.o_stride_s), wrow0, 0);
     CKT_UNROLL
     for (int i = 0; i < CKT_WARP_ACC_REGS(WM, DV); i += 2) {
         int r, c;
         ckt_warp_acc_coord(&r, &c, i, lane, WM, DV);
         float x0 = o_acc[i] * inv[ckt_warp_acc_slot(i, DV)], x1 = o_acc[i + 1] * inv[ckt_warp_acc_slot(i, DV)];
-        uint32_t packed = CKT__FMHA_BF16 ? ckt_pack_bf16x2(ckt_bf16_from_f32(x0), ckt_bf16_from_f32(x1))
-                                         : ckt_pack_f16x2(ckt_f16_from_f32(x0), ckt_f16_from_f32(x1));
+        uint32_t packed = CKT__FMHA_BF16 ? ckt_pack2_bf16(x0, x1) : ckt_pack2_f16(x0, x1);
         if (ckt_window2d_valid_cols(&wo, r, c, 2) == 2) /* hdim_v is a multiple of 8: pairs are whole */
             *(uint32_t *)ckt_window2d_ptr(&wo, r, c, 2) = packed;
     }
@@ -496,6 +494,7 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
         }
     }
 #else
+    row_l[0] += ckt_warp_shfl_xor_f32(row_l[0], 32);
     const float inv = row_l[0] > 0.0f ? 1.0f / row_l[0] : 0.0f;
     const int qi = wrow0 + (lane & 31);
     CKT_UNROLL

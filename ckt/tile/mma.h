@@ -261,15 +261,15 @@ CKT_INLINE CKT_DEVICE void ckt_warp_acc_to_a(uint32_t *a, const float *acc, int 
             const float *c0 = &acc[(mi * (WN / 8) + 2 * k) * 4], *c1 = c0 + 4;
             uint32_t *d = &a[(mi * (WN / 16) + k) * 4];
             if (bf16) {
-                d[0] = ckt_pack_bf16x2(ckt_bf16_from_f32(c0[0]), ckt_bf16_from_f32(c0[1]));
-                d[1] = ckt_pack_bf16x2(ckt_bf16_from_f32(c0[2]), ckt_bf16_from_f32(c0[3]));
-                d[2] = ckt_pack_bf16x2(ckt_bf16_from_f32(c1[0]), ckt_bf16_from_f32(c1[1]));
-                d[3] = ckt_pack_bf16x2(ckt_bf16_from_f32(c1[2]), ckt_bf16_from_f32(c1[3]));
+                d[0] = ckt_pack2_bf16(c0[0], c0[1]);
+                d[1] = ckt_pack2_bf16(c0[2], c0[3]);
+                d[2] = ckt_pack2_bf16(c1[0], c1[1]);
+                d[3] = ckt_pack2_bf16(c1[2], c1[3]);
             } else {
-                d[0] = ckt_pack_f16x2(ckt_f16_from_f32(c0[0]), ckt_f16_from_f32(c0[1]));
-                d[1] = ckt_pack_f16x2(ckt_f16_from_f32(c0[2]), ckt_f16_from_f32(c0[3]));
-                d[2] = ckt_pack_f16x2(ckt_f16_from_f32(c1[0]), ckt_f16_from_f32(c1[1]));
-                d[3] = ckt_pack_f16x2(ckt_f16_from_f32(c1[2]), ckt_f16_from_f32(c1[3]));
+                d[0] = ckt_pack2_f16(c0[0], c0[1]);
+                d[1] = ckt_pack2_f16(c0[2], c0[3]);
+                d[2] = ckt_pack2_f16(c1[0], c1[1]);
+                d[3] = ckt_pack2_f16(c1[2], c1[3]);
             }
         }
 }
