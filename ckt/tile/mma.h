@@ -162,55 +162,6 @@ CKT_INLINE CKT_DEVICE void ckt_smem_tile_load_async(ckt_smem_tile s, const ckt_w
     }
 }
 
-/* A thread's share of copying a stream of R x C tiles (16-bit elements) that
- * a window meets as it moves down its view, with the addresses worked out
- * once: the thread copies 16-byte chunks rstep = T / (C / 8) rows apart in
- * one column. For a main loop that moves K or V tile by tile:
- *
- *   ckt_tile_stream ks = ckt_tile_stream_make(&wk, C, T, tid);
- *   for (...) {
- *       if (tile inside the view) ckt_tile_stream_issue(&ks, smem_tile, R, C, T);
- *       else ckt_smem_tile_load_async(smem_tile, &wk, R, C, T, tid);   // masked
- *       ckt_tile_stream_advance(&ks, R, wk.view.row_stride);  ckt_window2d_move(&wk, R, 0);
- *   }
- * Needs T to be a multiple of C / 8. */
-typedef struct ckt_tile_stream {
-    const char *src; /* this thread's first chunk of the current tile */
-    int64_t step;    /* bytes from one of its chunks to the next */
-    int r0, c;       /* tile position of its first chunk */
-} ckt_tile_stream;
-
-CKT_INLINE CKT_DEVICE ckt_tile_stream ckt_tile_stream_make(const ckt_window2d *w, int C, int T, int tid)
-{
-    ckt_tile_stream st;
-    const int cpr = C / 8;
-    st.r0 = tid / cpr;
-    st.c = (tid % cpr) * 8;
-    st.src = ckt_window2d_ptr(w, st.r0, st.c, 2);
-    st.step = (int64_t)(T / cpr) * w->view.row_stride * 2;
-    return st;
-}
-
-/* Copies (asynchronously, unmasked) the current R x C tile: the caller knows
- * it lies inside the view. */
-CKT_INLINE CKT_DEVICE void ckt_tile_stream_issue(const ckt_tile_stream *st, ckt_smem_tile s, int R,
-                                                 int C, int T)
-{
-    const int rstep = T / (C / 8);
-    CKT_UNROLL
-    for (int j = 0; j < CKT_CEIL_DIV(R, rstep); j++) {
-        if (R % rstep != 0 && st->r0 + j * rstep >= R)
-            break;
-        ckt_cp_async_16(ckt_smem_tile_ptr(s, st->r0 + j * rstep, st->c), st->src + j * st->step, 16u);
-    }
-}
-
-/* Moves the stream `rows` rows down a view of the given row stride. */
-CKT_INLINE CKT_DEVICE void ckt_tile_stream_advance(ckt_tile_stream *st, int64_t rows, int64_t row_stride)
-{
-    st->src += rows * row_stride * 2;
-}
-
 #if defined(CKT_HAS_MMA_SYNC)
 
 /* >>NVIDIA: mma.sync m16n8k16 */
