@@ -113,18 +113,17 @@ CKT_INLINE CKT_DEVICE void ckt_regs_mul_rows_f32(float *y, const float *x, int n
 
 /* >>casts (16-bit registers: two elements per word, element 2i low) */
 
+/* ckt_pack2_*: one paired conversion instruction where the GPU has it. */
 CKT_INLINE CKT_DEVICE void ckt_regs_f16_from_f32(uint32_t *h, const float *x, int n)
 {
     for (int i = 0; i < n / 2; i++)
-        h[i] = (uint32_t)ckt_f16_from_f32(x[2 * i]).bits |
-               ((uint32_t)ckt_f16_from_f32(x[2 * i + 1]).bits << 16);
+        h[i] = ckt_pack2_f16(x[2 * i], x[2 * i + 1]);
 }
 
 CKT_INLINE CKT_DEVICE void ckt_regs_bf16_from_f32(uint32_t *h, const float *x, int n)
 {
     for (int i = 0; i < n / 2; i++)
-        h[i] = (uint32_t)ckt_bf16_from_f32(x[2 * i]).bits |
-               ((uint32_t)ckt_bf16_from_f32(x[2 * i + 1]).bits << 16);
+        h[i] = ckt_pack2_bf16(x[2 * i], x[2 * i + 1]);
 }
 
 CKT_INLINE CKT_DEVICE void ckt_regs_f32_from_f16(float *x, const uint32_t *h, int n)
