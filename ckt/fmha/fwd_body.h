@@ -51,8 +51,7 @@
 #define CKT__FMHA_CAT(a, b) CKT__FMHA_CAT2(a, b)
 #define CKT__FMHA_FN(suffix) CKT__FMHA_CAT(CKT_FMHA_NAME, suffix)
 
-/* Tile shape: BM query rows per block (4 warps), BN keys per step, rows of
- * shared tiles padded by 8 elements (16 bytes) against bank conflicts. */
+/* Tile shape: BM query rows per block, BN keys per step. */
 #define CKT__FMHA_D CKT_FMHA_HDIM
 #define CKT__FMHA_DV CKT_FMHA_HDIM_V
 #ifdef CKT_FMHA_WARPS /* optional tuning knobs */
@@ -83,11 +82,9 @@
 #endif
 #endif
 #define CKT__FMHA_BM (CKT__FMHA_WARPS * CKT__FMHA_WM)
-#define CKT__FMHA_QP (CKT__FMHA_D + 8)  /* shared pitch of Q and K rows */
-#define CKT__FMHA_VP (CKT__FMHA_DV + 8) /* shared pitch of V rows */
-#define CKT__FMHA_Q_ELEMS (CKT__FMHA_BM * CKT__FMHA_QP)
-#define CKT__FMHA_K_ELEMS (CKT__FMHA_BN * CKT__FMHA_QP)
-#define CKT__FMHA_V_ELEMS (CKT__FMHA_BN * CKT__FMHA_VP)
+#define CKT__FMHA_Q_ELEMS CKT_SMEM_ELEMS(CKT_SMEM_PADDED, CKT__FMHA_BM, CKT__FMHA_D, 2)
+#define CKT__FMHA_K_ELEMS CKT_SMEM_ELEMS(CKT_SMEM_PADDED, CKT__FMHA_BN, CKT__FMHA_D, 2)
+#define CKT__FMHA_V_ELEMS CKT_SMEM_ELEMS(CKT_SMEM_PADDED, CKT__FMHA_BN, CKT__FMHA_DV, 2)
 /* K/V ring stages: 2 where copies are asynchronous (cp.async), else 1 */
 #if defined(CKT_HAS_CP_ASYNC)
 #define CKT__FMHA_STAGES 2
@@ -251,9 +248,11 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
     ckt_window2d wk = ckt_window2d_make(ckt_view2d_make((void *)kp, sq.sk, a.hdim_q, a.k_stride_s), n_lo, 0);
     ckt_window2d wv = ckt_window2d_make(ckt_view2d_make((void *)vp, sq.sk, a.hdim_v, a.v_stride_s), n_lo, 0);
 
-    ckt_smem_tile sQ = ckt_smem_tile_make(smem, CKT__FMHA_QP, 0);
-#define CKT__FMHA_SK(st) ckt_smem_tile_make(smem + CKT__FMHA_Q_ELEMS + (st) * (CKT__FMHA_K_ELEMS + CKT__FMHA_V_ELEMS), CKT__FMHA_QP, 0)
-#define CKT__FMHA_SV(st) ckt_smem_tile_make(smem + CKT__FMHA_Q_ELEMS + (st) * (CKT__FMHA_K_ELEMS + CKT__FMHA_V_ELEMS) + CKT__FMHA_K_ELEMS, CKT__FMHA_VP, 0)
+    /* shared tiles padded 16 bytes a row (CKT_SMEM_PADDED): Q [BM][D], then
+     * per stage K [BN][D] and V [BN][DV] */
+    ckt_smem_tile sQ = ckt_smem_tile_make(smem, CKT_SMEM_PADDED, D);
+#define CKT__FMHA_SK(st) ckt_smem_tile_make(smem + CKT__FMHA_Q_ELEMS + (st) * (CKT__FMHA_K_ELEMS + CKT__FMHA_V_ELEMS), CKT_SMEM_PADDED, D)
+#define CKT__FMHA_SV(st) ckt_smem_tile_make(smem + CKT__FMHA_Q_ELEMS + (st) * (CKT__FMHA_K_ELEMS + CKT__FMHA_V_ELEMS) + CKT__FMHA_K_ELEMS, CKT_SMEM_PADDED, DV)
 
     /* Q and the first K/V tile in flight */
     ckt_smem_tile_load_async(sQ, &wq, BM, D, CKT__FMHA_THREADS, tid);
@@ -556,8 +555,6 @@ static inline ckt_status CKT__FMHA_FN(_launch)(const ckt_fmha_fwd_args *a, ckt_s
 #undef CKT__FMHA_WM
 #undef CKT__FMHA_BN
 #undef CKT__FMHA_BM
-#undef CKT__FMHA_QP
-#undef CKT__FMHA_VP
 #undef CKT__FMHA_Q_ELEMS
 #undef CKT__FMHA_K_ELEMS
 #undef CKT__FMHA_V_ELEMS

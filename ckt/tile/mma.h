@@ -25,13 +25,14 @@
  * Shared-memory operands are read with ldmatrix: A from a row-major [m][k]
  * tile, B from an [n][k] tile (ckt_warp_load_b_nk, "B transposed", e.g. K in
  * attention) or a [k][n] tile (ckt_warp_load_b_kn, ldmatrix.trans, e.g. V).
- * A shared tile is described by ckt_smem_tile: base, row pitch in elements,
- * and an XOR swizzle of 16-byte chunks (see ckt_smem_tile_offset).
+ * A shared tile is described by ckt_smem_tile: base, layout and columns
+ * (the layouts of ckt/tile/smem.h).
  */
 #ifndef CKT_TILE_MMA_H
 #define CKT_TILE_MMA_H
 
 #include "ckt/arch/arch.h"
+#include "ckt/tile/smem.h"
 #include "ckt/tile/view.h"
 
 #if defined(CKT_HAS_MMA_SYNC)
@@ -81,42 +82,31 @@
 
 /* >>shared tiles */
 
-/* A 2-D tile of 16-bit elements in shared memory, row-major with a row pitch
- * (elements) and an optional XOR swizzle: the 16-byte chunk c of row r is
- * stored at chunk c ^ (r % 8) (swizzle = 1, needs pitch >= 64 elements, a
- * multiple of 64), so the 8 rows an ldmatrix reads in one phase fall in 8
- * different bank groups:
- *
- *   bytes:  0    16   32   48   64   80   96  112   (128 B = all 32 banks)
- *   row 0: c0   c1   c2   c3   c4   c5   c6   c7
- *   row 1: c1   c0   c3   c2   c5   c4   c7   c6
- *   row 2: c2   c3   c0   c1   c6   c7   c4   c5
- *   ...     (column c of the tile is in chunk c ^ r of the row)
- *
- * Without swizzle, pad the pitch by 8 elements (16 bytes) instead. */
+/* A tile of 16-bit elements in shared memory, as the warp MMA loads and the
+ * async tile loader see it: base, layout and column count of
+ * ckt/tile/smem.h (pictures of the layouts there). CKT_SMEM_PADDED and
+ * CKT_SMEM_SWIZZLE keep the 8 rows an ldmatrix reads in one phase in 8
+ * different bank groups; CKT_SMEM_SWIZZLE needs rows of 64 elements or a
+ * multiple, PADDED costs 16 bytes a row. */
 typedef struct ckt_smem_tile {
     uint16_t *base;
-    int pitch;   /* elements per row */
-    int swizzle; /* 0: plain; 1: 16-byte chunk ^= row % 8 */
+    int layout; /* CKT_SMEM_* */
+    int cols;   /* C: the tile's row length, before padding */
 } ckt_smem_tile;
 
-CKT_INLINE CKT_HOST_DEVICE ckt_smem_tile ckt_smem_tile_make(void *base, int pitch, int swizzle)
+CKT_INLINE CKT_HOST_DEVICE ckt_smem_tile ckt_smem_tile_make(void *base, int layout, int cols)
 {
     ckt_smem_tile t;
     t.base = (uint16_t *)base;
-    t.pitch = pitch;
-    t.swizzle = swizzle;
+    t.layout = layout;
+    t.cols = cols;
     return t;
 }
 
-/* Element offset of (r, c); c and the 8-element chunk it sits in keep their
- * position within the chunk. */
+/* Element offset of (r, c): ckt_smem_offset of ckt/tile/smem.h. */
 CKT_INLINE CKT_HOST_DEVICE int ckt_smem_tile_offset(ckt_smem_tile t, int r, int c)
 {
-    int chunk = c >> 3;
-    if (t.swizzle)
-        chunk ^= r & 7;
-    return r * t.pitch + (chunk << 3) + (c & 7);
+    return ckt_smem_offset(t.layout, t.cols, 2, r, c);
 }
 
 CKT_INLINE CKT_HOST_DEVICE uint16_t *ckt_smem_tile_ptr(ckt_smem_tile t, int r, int c)

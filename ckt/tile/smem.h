@@ -30,7 +30,7 @@
  *     ...
  *     row 7           c7   c6   c5   c4   c3   c2   c1   c0
  *     row 8           c0   c1   c2 ... (as row 0)
- *     (the swizzle of ckt/tile/mma.h's ckt_smem_tile, for ldmatrix)
+ *     (what ldmatrix reads through ckt/tile/mma.h's ckt_smem_tile conflict-free)
  *   CKT_SMEM_SWIZZLE_T   (chunk c of row r stored at chunk c ^ ((r ^ r/8) % 8))
  *     rows 0..7 as SWIZZLE; rows 8..15 with keys 1 0 3 2 5 4 7 6; rows
  *     16..23 with keys 2 3 0 1 6 7 4 5; ...: rows 8 apart differ too.

@@ -52,16 +52,15 @@
 #ifndef GEMM_STAGES
 #define GEMM_STAGES GEMM__STAGES_DEFAULT
 #endif
-#define GEMM_PAD 8 /* elements of padding per shared row: rows 16 bytes apart in banks */
-
-/* Shared memory per stage (elements): A tile [BM][BK + PAD], B tile as stored. */
-#define GEMM_A_PITCH (GEMM_BK + GEMM_PAD)
-#define GEMM_BNK_PITCH (GEMM_BK + GEMM_PAD) /* B as [n][k]: BN rows */
-#define GEMM_BKN_PITCH (GEMM_BN + GEMM_PAD) /* B as [k][n]: BK rows */
-#define GEMM_A_STAGE (GEMM_BM * GEMM_A_PITCH)
+/* Shared tiles are padded by 16 bytes a row (CKT_SMEM_PADDED): the rows an
+ * ldmatrix phase reads fall in different banks. Per stage (elements): the A
+ * tile [BM][BK], the B tile as stored ([BN][BK] or [BK][BN]). */
+#define GEMM_LAYOUT CKT_SMEM_PADDED
+#define GEMM_A_STAGE CKT_SMEM_ELEMS(GEMM_LAYOUT, GEMM_BM, GEMM_BK, 2)
 #define GEMM_B_STAGE                                                                               \
-    (GEMM_BN * GEMM_BNK_PITCH > GEMM_BK * GEMM_BKN_PITCH ? GEMM_BN * GEMM_BNK_PITCH                \
-                                                         : GEMM_BK * GEMM_BKN_PITCH)
+    (CKT_SMEM_ELEMS(GEMM_LAYOUT, GEMM_BN, GEMM_BK, 2) > CKT_SMEM_ELEMS(GEMM_LAYOUT, GEMM_BK, GEMM_BN, 2) \
+         ? CKT_SMEM_ELEMS(GEMM_LAYOUT, GEMM_BN, GEMM_BK, 2)                                        \
+         : CKT_SMEM_ELEMS(GEMM_LAYOUT, GEMM_BK, GEMM_BN, 2))
 #define GEMM_SMEM_BYTES ((size_t)GEMM_STAGES * (GEMM_A_STAGE + GEMM_B_STAGE) * 2)
 
 typedef struct gemm_params {
@@ -142,10 +141,10 @@ CKT_INLINE CKT_DEVICE void gemm_block(const gemm_params *p, int b_nk, int bf16)
         acc[i] = 0.0f;
 
     const int kt_count = (int)CKT_CEIL_DIV(p->k, (int64_t)GEMM_BK);
-#define GEMM_A_SMEM(stage) ckt_smem_tile_make(smem + (stage) * (GEMM_A_STAGE + GEMM_B_STAGE), GEMM_A_PITCH, 0)
+#define GEMM_A_SMEM(stage) ckt_smem_tile_make(smem + (stage) * (GEMM_A_STAGE + GEMM_B_STAGE), GEMM_LAYOUT, GEMM_BK)
 #define GEMM_B_SMEM(stage)                                                                         \
     ckt_smem_tile_make(smem + (stage) * (GEMM_A_STAGE + GEMM_B_STAGE) + GEMM_A_STAGE,             \
-                       b_nk ? GEMM_BNK_PITCH : GEMM_BKN_PITCH, 0)
+                       GEMM_LAYOUT, b_nk ? GEMM_BK : GEMM_BN)
 
     /* prologue: STAGES - 1 tiles in flight */
     for (int s = 0; s < GEMM_STAGES - 1; s++) {
