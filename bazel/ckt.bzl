@@ -45,15 +45,22 @@ BACKEND = select({
 CKT_COPTS = ["-Wall", "-Wextra", "-Werror", "-Wno-unused-function"]
 CKT_CONLYOPTS = ["-std=c11"]
 
-def _gpu_binary_impl(ctx):
+# What a ckt_gpu_library gives the GPU binaries that depend on it: its static
+# archive of vendor-compiled objects.
+CktGpuLibraryInfo = provider(fields = ["archives"])
+
+def _gpu_toolchain(ctx, pic):
+    """The compiler, compile flags and link flags of the chosen backend."""
     backend = ctx.attr.backend
-    out = ctx.actions.declare_file(ctx.label.name)
     headers = []
     includes = []
     defines = []
     libs = []
     linkopts = []
     for dep in ctx.attr.deps:
+        if CktGpuLibraryInfo in dep:
+            libs += dep[CktGpuLibraryInfo].archives.to_list()
+            continue
         cc = dep[CcInfo]
         comp = cc.compilation_context
         headers.append(comp.headers)
@@ -67,13 +74,14 @@ def _gpu_binary_impl(ctx):
                     libs.append(lib.static_library)
                 elif lib.pic_static_library:
                     libs.append(lib.pic_static_library)
-    srcs = [f for f in ctx.files.srcs if not f.path.endswith(".h")]
     cflags = []
     linkflags = []
     if backend == "nvidia":
         compiler = ctx.var.get("CKT_NVCC", _NVCC)
         cflags += ["-std=c++17", "-O3", "-lineinfo", "-x", "cu", "-Xcompiler", "-Wall,-Wno-unused-but-set-variable",
                    "-Werror", "all-warnings", "-diag-suppress", "177"]
+        if pic:
+            cflags += ["-Xcompiler", "-fPIC"]
         for a in NVIDIA_ARCHS:
             cflags += ["-gencode", "arch=compute_%s,code=sm_%s" % (a, a)]
         linkflags += ["-cudart", "static"]
@@ -83,6 +91,8 @@ def _gpu_binary_impl(ctx):
         compiler = ctx.var.get("CKT_HIPCC", _HIPCC)
         cflags += ["-std=c++17", "-O3", "-x", "hip", "-Wall", "-Werror",
                    "-Wno-unused-function", "-Wno-unused-command-line-argument"]
+        if pic:
+            cflags.append("-fPIC")
         for a in AMD_ARCHS:
             cflags.append("--offload-arch=" + a)
         for a in AMD_ARCHS:
@@ -97,24 +107,35 @@ def _gpu_binary_impl(ctx):
         cflags.append("-D" + d)
     cflags += ctx.attr.copts
     hdrs = depset(ctx.files.srcs, transitive = headers)
+    return struct(compiler = compiler, cflags = cflags, linkflags = linkflags, libs = libs, hdrs = hdrs)
+
+def _gpu_compile(ctx, tc):
+    """One object per source file (separate actions: they build in parallel)."""
     objs = []
-    for src in srcs:
+    for src in [f for f in ctx.files.srcs if not f.path.endswith(".h")]:
         obj = ctx.actions.declare_file("_%s_objs/%s.o" % (ctx.label.name, src.basename))
         ctx.actions.run_shell(
-            command = compiler + ' "$@"',
-            arguments = cflags + ["-c", src.path, "-o", obj.path],
-            inputs = hdrs,
+            command = tc.compiler + ' "$@"',
+            arguments = tc.cflags + ["-c", src.path, "-o", obj.path],
+            inputs = tc.hdrs,
             outputs = [obj],
             mnemonic = "CktGpuCompile",
-            progress_message = "Compiling %s for %s" % (src.short_path, backend),
+            progress_message = "Compiling %s for %s" % (src.short_path, ctx.attr.backend),
             use_default_shell_env = True,
         )
         objs.append(obj)
+    return objs
+
+def _gpu_binary_impl(ctx):
+    backend = ctx.attr.backend
+    out = ctx.actions.declare_file(ctx.label.name)
+    tc = _gpu_toolchain(ctx, pic = False)
+    objs = _gpu_compile(ctx, tc)
     ctx.actions.run_shell(
-        command = compiler + ' "$@"',
-        arguments = linkflags + [o.path for o in objs] + [f.path for f in libs] +
+        command = tc.compiler + ' "$@"',
+        arguments = tc.linkflags + [o.path for o in objs] + [f.path for f in tc.libs] +
                     ["-o", out.path, "-lpthread", "-lm", "-ldl"],
-        inputs = objs + libs,
+        inputs = objs + tc.libs,
         outputs = [out],
         mnemonic = "CktGpuLink",
         progress_message = "Linking %s for %s" % (ctx.label, backend),
@@ -122,17 +143,64 @@ def _gpu_binary_impl(ctx):
     )
     return [DefaultInfo(executable = out, files = depset([out]))]
 
+def _gpu_library_impl(ctx):
+    tc = _gpu_toolchain(ctx, pic = True)
+    objs = _gpu_compile(ctx, tc)
+    archive = ctx.actions.declare_file("lib%s.a" % ctx.label.name)
+    ctx.actions.run_shell(
+        command = 'rm -f "$1" && ar rcs "$@"',
+        arguments = [archive.path] + [o.path for o in objs],
+        inputs = objs,
+        outputs = [archive],
+        mnemonic = "CktGpuArchive",
+        progress_message = "Archiving %s" % ctx.label,
+        use_default_shell_env = True,
+    )
+    outs = [archive]
+    if ctx.attr.shared:
+        so = ctx.actions.declare_file(ctx.attr.shared)
+        ctx.actions.run_shell(
+            command = tc.compiler + ' "$@"',
+            arguments = ["-shared"] + tc.linkflags + [o.path for o in objs] + [f.path for f in tc.libs] +
+                        ["-o", so.path, "-lpthread", "-lm", "-ldl"],
+            inputs = objs + tc.libs,
+            outputs = [so],
+            mnemonic = "CktGpuLinkShared",
+            progress_message = "Linking %s for %s" % (so.short_path, ctx.attr.backend),
+            use_default_shell_env = True,
+        )
+        outs.append(so)
+    # An empty CcInfo too: a select() may hand this target to a cc_binary that is
+    # incompatible with the GPU configuration but still analysed.
+    return [DefaultInfo(files = depset(outs)), CktGpuLibraryInfo(archives = depset([archive] + tc.libs)), CcInfo()]
+
 ckt_gpu_binary = rule(
     implementation = _gpu_binary_impl,
     executable = True,
     attrs = {
         "srcs": attr.label_list(allow_files = [".c", ".cc", ".cu", ".h"]),
-        "deps": attr.label_list(providers = [CcInfo]),
+        "deps": attr.label_list(providers = [[CcInfo], [CktGpuLibraryInfo]]),
         "backend": attr.string(mandatory = True),
         "copts": attr.string_list(),
         "defines": attr.string_list(),
     },
     doc = "An executable compiled by nvcc or hipcc for the backend chosen by --config.",
+)
+
+ckt_gpu_library = rule(
+    implementation = _gpu_library_impl,
+    attrs = {
+        "srcs": attr.label_list(allow_files = [".c", ".cc", ".cu", ".h"]),
+        "deps": attr.label_list(providers = [[CcInfo], [CktGpuLibraryInfo]]),
+        "backend": attr.string(mandatory = True),
+        "copts": attr.string_list(),
+        "defines": attr.string_list(),
+        "shared": attr.string(doc = "also link a shared library at this path (relative to the package), " +
+                                    "e.g. \"gpu/libckt_fmha.so\"; the CUDA runtime inside it statically"),
+    },
+    doc = """Objects compiled (position-independent) by nvcc or hipcc into lib<name>.a, which
+    ckt_gpu_binary targets link when they list this target in deps, and with `shared`
+    a shared library with a C ABI for other programs (ctypes).""",
 )
 
 def ckt_kernel_binary(name, srcs, deps = [], copts = [], defines = [], **kwargs):

@@ -11,7 +11,10 @@
 #define CKT_FMHA_H
 
 #include "ckt/fmha/args.h"
+#include "ckt/fmha/dispatch.h" /* ckt_fmha_fwd: the compiled instances of libckt_fmha */
+#include "ckt/fmha/validate.h"
 #include "ckt/host.h"
+#include "ckt/host/ref_fmha.h" /* CPU reference, FLOP count, comparison */
 #include "ckt/tile.h"
 
 /* The forward kernel's body file, for `#include CKT_FMHA_FWD_BODY`. */

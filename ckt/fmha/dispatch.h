@@ -1,0 +1,69 @@
+/* ckt/fmha/dispatch.h — the FMHA forward as a library call: libckt_fmha
+ * (lib/fmha/) compiles a set of instances and ckt_fmha_fwd picks one from the
+ * arguments. C ABI: callable from C, C++, and Python through ctypes.
+ *
+ *   ckt_fmha_fwd_args a = {0};             // ckt/fmha/args.h; device pointers
+ *   a.dtype = CKT_BF16; a.q = q; ...
+ *   ckt_status s = ckt_fmha_fwd(&a, stream);
+ *   if (s != CKT_SUCCESS) fprintf(stderr, "%s\n", ckt_fmha_last_error());
+ *
+ * Instances, for fp16 and bf16 each (hdim_q / hdim_v):
+ *   32/32  64/64  96/96  128/128  192/128  192/192  256/256
+ * The call runs the cheapest instance whose head dims are >= the arguments'
+ * (other multiples of 8 up to 256 run padded, e.g. 80 on 96/96, 128/64 on
+ * 128/128), and returns CKT_ERROR_NO_INSTANCE, saying why, when none fits
+ * (a head dim that is not a multiple of 8 or exceeds 256). The instance
+ * validates the rest (ckt/fmha/validate.h).
+ *
+ * Build: bazel build //lib/fmha:libckt_fmha.so (cpu emulator) or
+ * --config=nvidia|amd //lib/fmha:fmha_gpu (bazel-bin/lib/fmha/gpu/libckt_fmha.so);
+ * static linking: //lib/fmha:fmha_lib.
+ */
+#ifndef CKT_FMHA_DISPATCH_H
+#define CKT_FMHA_DISPATCH_H
+
+#include "ckt/fmha/args.h"
+#include "ckt/host/runtime.h"
+#include "ckt/host/status.h"
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One compiled instance: name ("ckt_fmha_fwd_bf16_d128"), type, head dims,
+ * and its entry points (from ckt/fmha/fwd_body.h). */
+typedef struct ckt_fmha_fwd_instance {
+    const char *name;
+    ckt_dtype dtype;
+    int hdim, hdim_v;
+    int (*fits)(const ckt_fmha_fwd_args *a);
+    ckt_status (*launch)(const ckt_fmha_fwd_args *a, ckt_stream stream);
+} ckt_fmha_fwd_instance;
+
+/* Runs the forward on `stream` (cudaStream_t / hipStream_t; NULL = default). */
+ckt_status ckt_fmha_fwd(const ckt_fmha_fwd_args *a, ckt_stream stream);
+
+/* The instance ckt_fmha_fwd would run for a, or NULL (ckt_fmha_last_error()
+ * says why). */
+const ckt_fmha_fwd_instance *ckt_fmha_fwd_select(const ckt_fmha_fwd_args *a);
+
+/* The i-th compiled instance (0 <= i < count), NULL past the end. */
+const ckt_fmha_fwd_instance *ckt_fmha_fwd_instance_at(int i);
+
+/* The calling thread's last failure detail, and a status's message (for
+ * callers without the header-only host layer, e.g. ctypes). */
+const char *ckt_fmha_last_error(void);
+const char *ckt_fmha_status_string(int status);
+
+/* ABI check for bindings: the offset of a field of ckt_fmha_fwd_args in this
+ * library's build ("sizeof" gives the struct size), (size_t)-1 for an unknown
+ * name. bench/ckt_fmha.py compares it with its ctypes Structure. */
+size_t ckt_fmha_fwd_args_offset(const char *field);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CKT_FMHA_DISPATCH_H */

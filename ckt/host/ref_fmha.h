@@ -1,0 +1,311 @@
+/* ckt/host/ref_fmha.h — CPU reference of the FMHA forward (ckt/fmha/args.h),
+ * fp64 accumulation, and the helpers around it: tensor sizes, the
+ * mask-aware FLOP count, comparison of a kernel's O / LSE with the reference.
+ *
+ *   ckt_fmha_fwd_args h = args;            // the kernel's arguments, with HOST copies:
+ *   h.q = hq; h.k = hk; h.v = hv;          //   inputs (args.dtype, or CKT_F32)
+ *   h.seqstart_q = hsq; h.seqstart_k = hsk; //   group-mode arrays (and seqlen_*_ptr)
+ *   float *o_ref = malloc(ckt_fmha_fwd_elems(&h, CKT_FMHA_TENSOR_O) * 4);
+ *   float *lse_ref = malloc(ckt_fmha_fwd_elems(&h, CKT_FMHA_TENSOR_LSE) * 4);
+ *   ckt_ref_fmha_fwd(&h, o_ref, lse_ref);
+ *   ckt_ref_fmha_compare(&ro, &rl, &h, o_host, lse_host, o_ref, lse_ref, 1e-2, 1e-2);
+ *
+ * A "host view" is an args struct whose q, k, v, seqstart_*, seqlen_*_ptr
+ * point to host memory; its o and lse are not read (the reference writes
+ * o_ref / lse_ref, the comparison takes the kernel's results separately).
+ *
+ * Output layout: o_ref is fp32 in O's layout, element O[b][h][i][d] at the
+ * same offset as in the kernel's o (o_stride_*, group mode rows from
+ * seqstart_q); lse_ref in LSE's layout (lse_stride_*). Only logical rows
+ * are written: padding (strides wider than the data, group-mode rows past
+ * a logical length) is left as it was. lse_ref may be NULL.
+ *
+ * Math, per batch entry b (logical lengths sq, sk), head h, query i:
+ *   s_j = scale * Q[b][h][i] . K[b][h/g][j]        (double; scale 0 -> 1/sqrt(hdim_q))
+ *   s_j = cap * tanh(s_j / cap)                    when softcap > 0
+ *   visible j: 0 <= j < sk and j - i - off in [-left, right] (ckt_fmha_mask_window)
+ *   O = sum_j softmax(s)_j V[b][h/g][j], LSE = log sum_j exp(s_j)   (natural log)
+ * A row with no visible key (also sk = 0) gets O = 0 and LSE = -inf.
+ */
+#ifndef CKT_HOST_REF_FMHA_H
+#define CKT_HOST_REF_FMHA_H
+
+#include "ckt/fmha/args.h"
+#include "ckt/fmha/validate.h"
+#include "ckt/host/compare.h"
+#include "ckt/host/dtype.h"
+#include "ckt/host/status.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+typedef enum ckt_fmha_tensor {
+    CKT_FMHA_TENSOR_Q,
+    CKT_FMHA_TENSOR_K,
+    CKT_FMHA_TENSOR_V,
+    CKT_FMHA_TENSOR_O,
+    CKT_FMHA_TENSOR_LSE
+} ckt_fmha_tensor;
+
+/* One batch entry of a host view: where its rows start and its logical
+ * lengths (batch mode: 0, seqlen_q, seqlen_k). */
+typedef struct ckt_fmha_entry {
+    int64_t q_start, k_start;
+    int sq, sk;
+} ckt_fmha_entry;
+
+static inline ckt_fmha_entry ckt_fmha_fwd_entry(const ckt_fmha_fwd_args *h, int b)
+{
+    ckt_fmha_entry e;
+    if (h->group_mode) {
+        e.q_start = h->seqstart_q[b];
+        e.k_start = h->seqstart_k[b];
+        e.sq = h->seqlen_q_ptr ? h->seqlen_q_ptr[b] : h->seqstart_q[b + 1] - h->seqstart_q[b];
+        e.sk = h->seqlen_k_ptr ? h->seqlen_k_ptr[b] : h->seqstart_k[b + 1] - h->seqstart_k[b];
+    } else {
+        e.q_start = e.k_start = 0;
+        e.sq = h->seqlen_q;
+        e.sk = h->seqlen_k;
+    }
+    return e;
+}
+
+/* The keys query i of an entry (sq, sk) sees: [*lo, *hi) (empty when lo >= hi). */
+static inline void ckt_fmha_fwd_row_keys(const ckt_fmha_fwd_args *a, int64_t i, int64_t sq, int64_t sk,
+                                         int64_t *lo, int64_t *hi)
+{
+    int left, right, br;
+    ckt_fmha_mask_window(a, &left, &right, &br);
+    const int64_t off = br ? sk - sq : 0;
+    int64_t l = left < 0 ? 0 : i + off - left, r = right < 0 ? sk : i + off + right + 1;
+    *lo = l < 0 ? 0 : l > sk ? sk : l;
+    *hi = r < *lo ? *lo : r > sk ? sk : r;
+}
+
+/* Elements a tensor spans in a host view (largest offset + 1, strides >= 0),
+ * for allocating it or its fp32 reference; 0 if it is empty. Group mode
+ * reads seqstart_q / seqstart_k[batch]. */
+static inline size_t ckt_fmha_fwd_elems(const ckt_fmha_fwd_args *h, ckt_fmha_tensor t)
+{
+    const int isk = t == CKT_FMHA_TENSOR_K || t == CKT_FMHA_TENSOR_V;
+    const int64_t nb = h->group_mode ? 1 : h->batch, nh = isk ? h->nhead_k : h->nhead_q;
+    int64_t rows = isk ? h->seqlen_k : h->seqlen_q;
+    if (h->group_mode)
+        rows = h->batch > 0 ? (isk ? h->seqstart_k : h->seqstart_q)[h->batch] : 0;
+    int64_t sb = 0, sh = 0, ss = 0, d = 0;
+    switch (t) {
+    case CKT_FMHA_TENSOR_Q: sb = h->q_stride_b; sh = h->q_stride_h; ss = h->q_stride_s; d = h->hdim_q; break;
+    case CKT_FMHA_TENSOR_K: sb = h->k_stride_b; sh = h->k_stride_h; ss = h->k_stride_s; d = h->hdim_q; break;
+    case CKT_FMHA_TENSOR_V: sb = h->v_stride_b; sh = h->v_stride_h; ss = h->v_stride_s; d = h->hdim_v; break;
+    case CKT_FMHA_TENSOR_O: sb = h->o_stride_b; sh = h->o_stride_h; ss = h->o_stride_s; d = h->hdim_v; break;
+    default: sb = h->lse_stride_b; sh = h->lse_stride_h; ss = 1; d = 1; break;
+    }
+    if (nb <= 0 || nh <= 0 || rows <= 0 || d <= 0)
+        return 0;
+    return (size_t)((h->group_mode ? 0 : (nb - 1) * sb) + (nh - 1) * sh + (rows - 1) * ss + d);
+}
+
+/* Visible (query, key) pairs summed over the batch entries, for one head.
+ * The mask-aware FLOP count of the forward is
+ *   2 * (hdim_q + hdim_v) * nhead_q * pairs     (S = Q K^T and O = P V). */
+static inline int64_t ckt_fmha_fwd_pairs(const ckt_fmha_fwd_args *h)
+{
+    int64_t pairs = 0;
+    for (int b = 0; b < h->batch; b++) {
+        const ckt_fmha_entry e = ckt_fmha_fwd_entry(h, b);
+        for (int64_t i = 0; i < e.sq; i++) {
+            int64_t lo, hi;
+            ckt_fmha_fwd_row_keys(h, i, e.sq, e.sk, &lo, &hi);
+            pairs += hi - lo;
+        }
+    }
+    return pairs;
+}
+
+static inline double ckt_fmha_fwd_flops(const ckt_fmha_fwd_args *h)
+{
+    return 2.0 * ((double)h->hdim_q + h->hdim_v) * h->nhead_q * (double)ckt_fmha_fwd_pairs(h);
+}
+
+/* >>offsets: element [b][h][i] (row i of the entry) of each tensor in a host view */
+
+static inline int64_t ckt__fmha_row(const ckt_fmha_fwd_args *h, ckt_fmha_tensor t, int b, int head, int64_t i,
+                                    const ckt_fmha_entry *e)
+{
+    const int64_t bb = h->group_mode ? 0 : (int64_t)b;
+    switch (t) {
+    case CKT_FMHA_TENSOR_Q: return bb * h->q_stride_b + head * h->q_stride_h + (e->q_start + i) * h->q_stride_s;
+    case CKT_FMHA_TENSOR_K: return bb * h->k_stride_b + head * h->k_stride_h + (e->k_start + i) * h->k_stride_s;
+    case CKT_FMHA_TENSOR_V: return bb * h->v_stride_b + head * h->v_stride_h + (e->k_start + i) * h->v_stride_s;
+    case CKT_FMHA_TENSOR_O: return bb * h->o_stride_b + head * h->o_stride_h + (e->q_start + i) * h->o_stride_s;
+    default: return bb * h->lse_stride_b + head * h->lse_stride_h + e->q_start + i;
+    }
+}
+
+/* The checks the reference needs (any dtype incl. fp32, any head dim,
+ * strides not checked for alignment), group arrays read on the host. */
+static inline ckt_status ckt__ref_fmha_check(const ckt_fmha_fwd_args *h, const float *o_ref)
+{
+    if (!h)
+        return ckt__fail(CKT_ERROR_NULL_POINTER, "ckt_ref_fmha_fwd: args is NULL");
+    if (h->batch < 0 || h->nhead_q < 0 || h->nhead_k < 0 || h->seqlen_q < 0 || h->seqlen_k < 0)
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "ckt_ref_fmha_fwd: negative size");
+    if (h->hdim_q <= 0 || h->hdim_v <= 0)
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "ckt_ref_fmha_fwd: hdim_q %d / hdim_v %d (must be > 0)",
+                         h->hdim_q, h->hdim_v);
+    if (h->nhead_q > 0 && (h->nhead_k <= 0 || h->nhead_q % h->nhead_k != 0))
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "ckt_ref_fmha_fwd: nhead_q %d is not a multiple of nhead_k %d",
+                         h->nhead_q, h->nhead_k);
+    if ((unsigned)h->mask > (unsigned)CKT_MASK_WINDOW_BOTTOM_RIGHT)
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "ckt_ref_fmha_fwd: mask %d", (int)h->mask);
+    if (ckt_fmha_fwd_is_empty(h))
+        return CKT_SUCCESS;
+    if (!o_ref || !h->q || (h->seqlen_k > 0 && (!h->k || !h->v)))
+        return ckt__fail(CKT_ERROR_NULL_POINTER, "ckt_ref_fmha_fwd: %s is NULL",
+                         !o_ref ? "o_ref" : !h->q ? "q" : !h->k ? "k" : "v");
+    return ckt_fmha_fwd_check_seqs(h);
+}
+
+/* >>reference */
+
+static inline ckt_status ckt_ref_fmha_fwd(const ckt_fmha_fwd_args *h, float *o_ref, float *lse_ref)
+{
+    ckt_status st = ckt__ref_fmha_check(h, o_ref);
+    if (st != CKT_SUCCESS || ckt_fmha_fwd_is_empty(h))
+        return st;
+    const int g = h->nhead_q / h->nhead_k, dq = h->hdim_q, dv = h->hdim_v;
+    const double scale = h->scale != 0.0f ? (double)h->scale : 1.0 / sqrt((double)dq);
+    const double cap = h->softcap;
+    int max_sk = 0;
+    for (int b = 0; b < h->batch; b++) {
+        const ckt_fmha_entry e = ckt_fmha_fwd_entry(h, b);
+        max_sk = e.sk > max_sk ? e.sk : max_sk;
+    }
+    /* scratch: the logits of one row, one query row, one output row */
+    double *s = (double *)malloc(((size_t)max_sk + (size_t)dq + (size_t)dv + 1) * sizeof(double));
+    if (!s)
+        return ckt__fail(CKT_ERROR_OUT_OF_MEMORY, "ckt_ref_fmha_fwd: %d logits", max_sk);
+    double *qrow = s + max_sk, *orow = qrow + dq;
+    for (int b = 0; b < h->batch; b++) {
+        const ckt_fmha_entry e = ckt_fmha_fwd_entry(h, b);
+        for (int head = 0; head < h->nhead_q; head++) {
+            const int hk = head / g;
+            for (int64_t i = 0; i < e.sq; i++) {
+                /* Q[b][head][i][:] */
+                const int64_t qo = ckt__fmha_row(h, CKT_FMHA_TENSOR_Q, b, head, i, &e);
+                for (int d = 0; d < dq; d++)
+                    qrow[d] = ckt_load_f32(h->q, h->dtype, (size_t)(qo + d));
+                int64_t lo, hi;
+                ckt_fmha_fwd_row_keys(h, i, e.sq, e.sk, &lo, &hi);
+                double mx = -INFINITY;
+                for (int64_t j = lo; j < hi; j++) {
+                    /* s_j = scale * Q[b][head][i] . K[b][hk][j] */
+                    const int64_t ko = ckt__fmha_row(h, CKT_FMHA_TENSOR_K, b, hk, j, &e);
+                    double dot = 0.0;
+                    for (int d = 0; d < dq; d++)
+                        dot += qrow[d] * (double)ckt_load_f32(h->k, h->dtype, (size_t)(ko + d));
+                    double x = scale * dot;
+                    if (cap > 0.0)
+                        x = cap * tanh(x / cap);
+                    s[j] = x;
+                    mx = x > mx ? x : mx;
+                }
+                for (int d = 0; d < dv; d++)
+                    orow[d] = 0.0;
+                double sum = 0.0;
+                for (int64_t j = lo; j < hi; j++) {
+                    const double p = exp(s[j] - mx);
+                    const int64_t vo = ckt__fmha_row(h, CKT_FMHA_TENSOR_V, b, hk, j, &e);
+                    sum += p;
+                    for (int d = 0; d < dv; d++)
+                        orow[d] += p * (double)ckt_load_f32(h->v, h->dtype, (size_t)(vo + d));
+                }
+                /* O[b][head][i][:]; a row with no visible key: O = 0, LSE = -inf */
+                const int64_t oo = ckt__fmha_row(h, CKT_FMHA_TENSOR_O, b, head, i, &e);
+                for (int d = 0; d < dv; d++)
+                    o_ref[oo + d] = sum > 0.0 ? (float)(orow[d] / sum) : 0.0f;
+                if (lse_ref)
+                    lse_ref[ckt__fmha_row(h, CKT_FMHA_TENSOR_LSE, b, head, i, &e)] =
+                        sum > 0.0 ? (float)(mx + log(sum)) : -INFINITY;
+            }
+        }
+    }
+    free(s);
+    return CKT_SUCCESS;
+}
+
+/* >>comparison */
+
+static inline void ckt__fmha_cmp_add(ckt_compare_result *r, size_t index, double got, double want)
+{
+    r->n++;
+    if (isfinite(got) && isfinite(want) && fabs(got - want) > r->max_abs_err) {
+        r->max_abs_err = fabs(got - want);
+        r->max_abs_index = index;
+    }
+    if (ckt_close(got, want, r->atol, r->rtol))
+        return;
+    if (r->reported < CKT_COMPARE_MAX_REPORTED) {
+        r->first[r->reported].index = index;
+        r->first[r->reported].got = got;
+        r->first[r->reported].want = want;
+        r->reported++;
+    }
+    r->mismatches++;
+}
+
+/* Compares a kernel's O (host copy of o, type h->dtype, O's layout) and,
+ * when lse and lse_ref are both given, its LSE with the reference, over the
+ * logical rows only. O is compared in the output type: the reference is
+ * rounded to h->dtype first (as the kernel's fp32 result is), then
+ * |got - want| <= atol + rtol * |want| (CK: fp16 1e-3 / 1e-3, bf16 1e-2 / 1e-2).
+ * LSE (fp32) with the same tolerances. Indices reported are element
+ * offsets in o / lse. r_lse may be NULL (LSE then not compared).
+ * CKT_ERROR_MISMATCH if any element differs. */
+static inline ckt_status ckt_ref_fmha_compare(ckt_compare_result *r_o, ckt_compare_result *r_lse,
+                                              const ckt_fmha_fwd_args *h, const void *o, const float *lse,
+                                              const float *o_ref, const float *lse_ref, double atol, double rtol)
+{
+    if (!r_o || !h)
+        return ckt__fail(CKT_ERROR_NULL_POINTER, "ckt_ref_fmha_compare: %s is NULL", r_o ? "args" : "r_o");
+    memset(r_o, 0, sizeof *r_o);
+    r_o->atol = atol;
+    r_o->rtol = rtol;
+    const int do_lse = r_lse && lse && lse_ref;
+    if (r_lse) {
+        memset(r_lse, 0, sizeof *r_lse);
+        r_lse->atol = atol;
+        r_lse->rtol = rtol;
+    }
+    if (ckt_fmha_fwd_is_empty(h))
+        return CKT_SUCCESS;
+    if (!o || !o_ref)
+        return ckt__fail(CKT_ERROR_NULL_POINTER, "ckt_ref_fmha_compare: %s is NULL", o ? "o_ref" : "o");
+    for (int b = 0; b < h->batch; b++) {
+        const ckt_fmha_entry e = ckt_fmha_fwd_entry(h, b);
+        for (int head = 0; head < h->nhead_q; head++)
+            for (int64_t i = 0; i < e.sq; i++) {
+                const int64_t oo = ckt__fmha_row(h, CKT_FMHA_TENSOR_O, b, head, i, &e);
+                for (int d = 0; d < h->hdim_v; d++) {
+                    float want = o_ref[oo + d];
+                    if (h->dtype != CKT_F32) {
+                        uint16_t x;
+                        ckt_store_f32(&x, h->dtype, 0, want);
+                        want = ckt_load_f32(&x, h->dtype, 0);
+                    }
+                    ckt__fmha_cmp_add(r_o, (size_t)(oo + d), ckt_load_f32(o, h->dtype, (size_t)(oo + d)), want);
+                }
+                if (do_lse) {
+                    const int64_t lo = ckt__fmha_row(h, CKT_FMHA_TENSOR_LSE, b, head, i, &e);
+                    ckt__fmha_cmp_add(r_lse, (size_t)lo, lse[lo], lse_ref[lo]);
+                }
+            }
+    }
+    if (r_o->mismatches || (do_lse && r_lse->mismatches))
+        return ckt__fail(CKT_ERROR_MISMATCH, "fmha: %zu of %zu O elements and %zu of %zu LSE values differ",
+                         r_o->mismatches, r_o->n, do_lse ? r_lse->mismatches : 0, do_lse ? r_lse->n : 0);
+    return CKT_SUCCESS;
+}
+
+#endif /* CKT_HOST_REF_FMHA_H */

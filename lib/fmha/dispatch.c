@@ -1,0 +1,149 @@
+/* lib/fmha/dispatch.c — ckt_fmha_fwd: picks the cheapest compiled instance
+ * whose head dims cover the arguments' (ckt/fmha/dispatch.h). */
+#include "lib/fmha/instances.h"
+
+#include <string.h>
+
+#define CKT__FMHA_FWD_LIST(file) ckt__fmha_fwd_##file,
+static const ckt_fmha_fwd_instance *const ckt__fmha_fwd_tables[] = {CKT__FMHA_FWD_FILES(CKT__FMHA_FWD_LIST)};
+#undef CKT__FMHA_FWD_LIST
+
+enum {
+    CKT__FMHA_FWD_COUNT =
+        (int)(sizeof ckt__fmha_fwd_tables / sizeof ckt__fmha_fwd_tables[0]) * CKT__FMHA_FWD_PER_FILE
+};
+
+/* The largest head dim any instance takes (for messages). */
+#define CKT__FMHA_FWD_MAX_HDIM 256
+
+const ckt_fmha_fwd_instance *ckt_fmha_fwd_instance_at(int i)
+{
+    if (i < 0 || i >= CKT__FMHA_FWD_COUNT)
+        return NULL;
+    return &ckt__fmha_fwd_tables[i / CKT__FMHA_FWD_PER_FILE][i % CKT__FMHA_FWD_PER_FILE];
+}
+
+/* The compiled head-dim pairs of dtype dt, "32/32 64/64 ...", for messages. */
+static void ckt__fmha_fwd_list_dims(char *buf, size_t size, ckt_dtype dt)
+{
+    size_t n = 0;
+    buf[0] = 0;
+    for (int i = 0; i < CKT__FMHA_FWD_COUNT && n < size; i++) {
+        const ckt_fmha_fwd_instance *in = ckt_fmha_fwd_instance_at(i);
+        if (in->dtype == dt) {
+            int w = snprintf(buf + n, size - n, "%s%d/%d", n ? " " : "", in->hdim, in->hdim_v);
+            n += w > 0 ? (size_t)w : 0;
+        }
+    }
+}
+
+/* The instance for a, or NULL with *st (and the detail message) set. */
+static const ckt_fmha_fwd_instance *ckt__fmha_fwd_pick(const ckt_fmha_fwd_args *a, ckt_status *st)
+{
+    *st = CKT_SUCCESS;
+    if (!a) {
+        *st = ckt__fail(CKT_ERROR_NULL_POINTER, "ckt_fmha_fwd: args is NULL");
+        return NULL;
+    }
+    if (a->dtype != CKT_F16 && a->dtype != CKT_BF16) {
+        *st = ckt__fail(CKT_ERROR_UNSUPPORTED, "dtype: %s (%d): ckt_fmha_fwd takes fp16 or bf16",
+                        ckt_dtype_name(a->dtype), (int)a->dtype);
+        return NULL;
+    }
+    if (a->hdim_q <= 0 || a->hdim_v <= 0) {
+        *st = ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "%s: %d (must be > 0)", a->hdim_q <= 0 ? "hdim_q" : "hdim_v",
+                        a->hdim_q <= 0 ? a->hdim_q : a->hdim_v);
+        return NULL;
+    }
+    /* cost ~ the padded head dims the instance computes with */
+    const ckt_fmha_fwd_instance *best = NULL;
+    for (int i = 0; i < CKT__FMHA_FWD_COUNT; i++) {
+        const ckt_fmha_fwd_instance *in = ckt_fmha_fwd_instance_at(i);
+        if (in->dtype != a->dtype || in->hdim < a->hdim_q || in->hdim_v < a->hdim_v || !in->fits(a))
+            continue;
+        if (!best || in->hdim + in->hdim_v < best->hdim + best->hdim_v ||
+            (in->hdim + in->hdim_v == best->hdim + best->hdim_v && in->hdim < best->hdim))
+            best = in;
+    }
+    if (!best) {
+        char dims[256];
+        ckt__fmha_fwd_list_dims(dims, sizeof dims, a->dtype);
+        const char *why = a->hdim_q % CKT_FMHA_VEC_ELEMS ? "hdim_q is not a multiple of 8"
+                        : a->hdim_v % CKT_FMHA_VEC_ELEMS ? "hdim_v is not a multiple of 8"
+                        : a->hdim_q > CKT__FMHA_FWD_MAX_HDIM || a->hdim_v > CKT__FMHA_FWD_MAX_HDIM
+                              ? "head dims go up to 256"
+                              : "no compiled head-dim pair covers it";
+        *st = ckt__fail(CKT_ERROR_NO_INSTANCE,
+                        "ckt_fmha_fwd: no instance for %s hdim_q=%d hdim_v=%d: %s (compiled hdim_q/hdim_v: %s; "
+                        "smaller multiples of 8 run padded)",
+                        ckt_dtype_name(a->dtype), a->hdim_q, a->hdim_v, why, dims);
+    }
+    return best;
+}
+
+const ckt_fmha_fwd_instance *ckt_fmha_fwd_select(const ckt_fmha_fwd_args *a)
+{
+    ckt_status st;
+    return ckt__fmha_fwd_pick(a, &st);
+}
+
+ckt_status ckt_fmha_fwd(const ckt_fmha_fwd_args *a, ckt_stream stream)
+{
+    ckt_status st;
+    const ckt_fmha_fwd_instance *in = ckt__fmha_fwd_pick(a, &st);
+    return in ? in->launch(a, stream) : st;
+}
+
+const char *ckt_fmha_last_error(void) { return ckt_last_error(); }
+
+const char *ckt_fmha_status_string(int status) { return ckt_status_string((ckt_status)status); }
+
+size_t ckt_fmha_fwd_args_offset(const char *field)
+{
+#define CKT__FMHA_FIELD(f)                                                                        \
+    if (strcmp(field, #f) == 0)                                                                   \
+        return offsetof(ckt_fmha_fwd_args, f);
+    if (!field)
+        return (size_t)-1;
+    if (strcmp(field, "sizeof") == 0)
+        return sizeof(ckt_fmha_fwd_args);
+    CKT__FMHA_FIELD(dtype)
+    CKT__FMHA_FIELD(q)
+    CKT__FMHA_FIELD(k)
+    CKT__FMHA_FIELD(v)
+    CKT__FMHA_FIELD(o)
+    CKT__FMHA_FIELD(lse)
+    CKT__FMHA_FIELD(batch)
+    CKT__FMHA_FIELD(nhead_q)
+    CKT__FMHA_FIELD(nhead_k)
+    CKT__FMHA_FIELD(seqlen_q)
+    CKT__FMHA_FIELD(seqlen_k)
+    CKT__FMHA_FIELD(hdim_q)
+    CKT__FMHA_FIELD(hdim_v)
+    CKT__FMHA_FIELD(q_stride_b)
+    CKT__FMHA_FIELD(q_stride_h)
+    CKT__FMHA_FIELD(q_stride_s)
+    CKT__FMHA_FIELD(k_stride_b)
+    CKT__FMHA_FIELD(k_stride_h)
+    CKT__FMHA_FIELD(k_stride_s)
+    CKT__FMHA_FIELD(v_stride_b)
+    CKT__FMHA_FIELD(v_stride_h)
+    CKT__FMHA_FIELD(v_stride_s)
+    CKT__FMHA_FIELD(o_stride_b)
+    CKT__FMHA_FIELD(o_stride_h)
+    CKT__FMHA_FIELD(o_stride_s)
+    CKT__FMHA_FIELD(lse_stride_b)
+    CKT__FMHA_FIELD(lse_stride_h)
+    CKT__FMHA_FIELD(group_mode)
+    CKT__FMHA_FIELD(seqstart_q)
+    CKT__FMHA_FIELD(seqstart_k)
+    CKT__FMHA_FIELD(seqlen_q_ptr)
+    CKT__FMHA_FIELD(seqlen_k_ptr)
+    CKT__FMHA_FIELD(scale)
+    CKT__FMHA_FIELD(softcap)
+    CKT__FMHA_FIELD(mask)
+    CKT__FMHA_FIELD(window_left)
+    CKT__FMHA_FIELD(window_right)
+    return (size_t)-1;
+#undef CKT__FMHA_FIELD
+}

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# examples/fmha_fwd on the CPU emulator: CK's options parse, every variant
+# validates against the CPU reference (exit 0), -json prints one JSON line,
+# bad options exit 2.
+set -u
+bin="$1"
+fail=0
+run() {
+  if ! out=$("$bin" "$@" 2>&1); then
+    echo "FAIL: fmha_fwd $*"; echo "$out"; fail=1
+  else
+    echo "ok: fmha_fwd $* -> $(echo "$out" | tail -1)"
+  fi
+}
+run
+run -prec=bf16 -lse=1 -mask=t
+run -b=1 -h=4 -h_k=1 -s=70 -s_k=130 -mask=b -iperm=0 -operm=0 -lse=1
+run -h=4 -h_k=2 -mask=t:10,5 -d=192 -d_v=128 -prec=bf16
+run -mask=b:-1,3 -d=80 -d_v=40 -scale_s=0.2 -logits_soft_cap=5
+run -mode=1 -b=3 -s=100,1,57 -s_k=130,0,57 -mask=b:16,0 -lse=1
+run -mode=1 -b=4 -s=10,0,33 -s_qpad=40 -s_kpad=50 -lse=1 -mask=2 -init=ui
+run -s=1 -s_k=0 -lse=1 -init=nf
+json=$("$bin" -json=1 -b=1 -s=20 2>/dev/null | tail -1)
+case "$json" in
+  '{"example":"fmha_fwd"'*'"valid":true'*'"tflops":'*'}') echo "ok: -json -> $json" ;;
+  *) echo "FAIL: -json printed: $json"; fail=1 ;;
+esac
+for bad in -prec=fp32 -mask=x -d=100 -mode=0\ -s=1,2 -foo=1 -s_kpad=8; do
+  "$bin" $bad >/dev/null 2>&1
+  rc=$?
+  if [ "$rc" != 2 ]; then echo "FAIL: fmha_fwd $bad exited $rc, want 2"; fail=1; else echo "ok: fmha_fwd $bad -> exit 2"; fi
+done
+exit $fail

@@ -1,0 +1,479 @@
+// The FMHA forward kernels through the dispatcher (ckt_fmha_fwd, libckt_fmha)
+// against the CPU reference: a matrix of modes x masks x head dims x dtypes x
+// GQA x LSE x layouts x ragged seqlens (1, 3, 55, 100, 257, zero-length entries
+// in group mode, logical lengths below the physical ones, seqlen_k = 0,
+// seqlen_q = 1). Also checks that nothing outside the logical rows of O and
+// LSE is written, and the dispatcher's choice of instance and its errors.
+//
+// Tolerances are CK's (fp16 atol = rtol = 1e-3, bf16 1e-2), O compared in the
+// output type (ckt_ref_fmha_compare). Shapes stay small: the emulator runs
+// each profile's matrix in seconds.
+#include "ckt/fmha.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Case {
+    ckt_dtype dt = CKT_F16;
+    int d = 64, dv = 64;
+    int group = 0;
+    int batch = 2, h = 2, hk = 2;
+    std::vector<int> sq = {55}, sk = {100}; // per entry in group mode (the last repeats)
+    int qpad = -1, kpad = -1;               // group mode: extra physical rows per entry (-1: none, no seqlen ptrs)
+    ckt_fmha_mask mask = CKT_MASK_NONE;
+    int wl = 0, wr = 0;
+    int lse = 1;
+    int iperm = 1, operm = 1;
+    float scale = 0.0f, softcap = 0.0f;
+    int row_pad = 0; // extra elements per row of q/k/v/o (multiple of 8)
+    std::string name;
+};
+
+std::string list(const std::vector<int> &v)
+{
+    std::string s;
+    for (size_t i = 0; i < v.size(); i++)
+        s += (i ? "_" : "") + std::to_string(v[i]);
+    return s;
+}
+
+std::string case_name(const Case &c)
+{
+    static const char *masks[] = {"none", "tl", "br", "wtl", "wbr"};
+    auto side = [](int x) { return x < 0 ? std::string("x") : std::to_string(x); }; // window: x = unlimited
+    std::string n = std::string(c.dt == CKT_BF16 ? "bf16" : "fp16") + "_d" + std::to_string(c.d) + "_dv" +
+                    std::to_string(c.dv) + (c.group ? "_group" : "_batch") + "_b" + std::to_string(c.batch) + "_h" +
+                    std::to_string(c.h) + "_" + std::to_string(c.hk) + "_sq" + list(c.sq) + "_sk" + list(c.sk) +
+                    "_" + masks[c.mask];
+    if (c.mask >= CKT_MASK_WINDOW_TOP_LEFT)
+        n += side(c.wl) + "_" + side(c.wr);
+    if (c.qpad >= 0 || c.kpad >= 0)
+        n += "_pad" + side(c.qpad) + "_" + side(c.kpad);
+    n += c.lse ? "_lse" : "";
+    n += c.iperm ? "" : "_bshd";
+    n += c.operm ? "" : "_obshd";
+    n += c.row_pad ? "_rowpad" : "";
+    n += c.scale != 0.0f ? "_scaled" : "";
+    n += c.softcap != 0.0f ? "_softcap" : "";
+    return n;
+}
+
+// Strides of one tensor: [b][h][s][d] (perm 1) or [b][s][h][d], rows of
+// `row` elements (>= d).
+void strides(int64_t *sb, int64_t *sh, int64_t *ss, int perm, int nhead, int64_t rows, int64_t row)
+{
+    if (perm) {
+        *ss = row;
+        *sh = rows * row;
+        *sb = nhead * rows * row;
+    } else {
+        *ss = nhead * row;
+        *sh = row;
+        *sb = rows * nhead * row;
+    }
+}
+
+struct FwdRun {
+    ckt_fmha_fwd_args h;  // host view
+    ckt_fmha_fwd_args dv; // device arguments
+    std::vector<int32_t> start_q, start_k, len_q, len_k;
+    std::vector<uint16_t> q, k, v, o;
+    std::vector<float> lse;
+    std::vector<void *> allocs;
+
+    ~FwdRun()
+    {
+        for (void *p : allocs)
+            ckt_rt_free(p);
+    }
+    void *to_device(const void *src, size_t bytes)
+    {
+        void *p = nullptr;
+        EXPECT_EQ(ckt_rt_malloc(&p, bytes), CKT_SUCCESS);
+        if (p && src) {
+            EXPECT_EQ(ckt_rt_memcpy(p, src, bytes, CKT_H2D), CKT_SUCCESS);
+        }
+        allocs.push_back(p);
+        return p;
+    }
+};
+
+const uint16_t kSentinel = 0x7b7b;
+const float kLseSentinel = 1234.5f;
+
+// Builds the case, runs ckt_fmha_fwd and the reference; returns the status of
+// ckt_fmha_fwd and fills r with the host copies.
+void run_case(const Case &c, FwdRun &r)
+{
+    ckt_fmha_fwd_args &a = r.h;
+    memset(&a, 0, sizeof a);
+    a.dtype = c.dt;
+    a.batch = c.batch;
+    a.nhead_q = c.h;
+    a.nhead_k = c.hk;
+    a.hdim_q = c.d;
+    a.hdim_v = c.dv;
+    a.group_mode = c.group;
+    a.mask = c.mask;
+    a.window_left = c.wl;
+    a.window_right = c.wr;
+    a.scale = c.scale;
+    a.softcap = c.softcap;
+    int64_t rows_q, rows_k;
+    if (c.group) {
+        r.start_q.assign(1, 3); // entries need not start at row 0
+        r.start_k.assign(1, 0);
+        for (int b = 0; b < c.batch; b++) {
+            const int lq = c.sq[std::min<size_t>(b, c.sq.size() - 1)], lk = c.sk[std::min<size_t>(b, c.sk.size() - 1)];
+            r.len_q.push_back(lq);
+            r.len_k.push_back(lk);
+            r.start_q.push_back(r.start_q.back() + lq + (c.qpad > 0 ? c.qpad : 0));
+            r.start_k.push_back(r.start_k.back() + lk + (c.kpad > 0 ? c.kpad : 0));
+            a.seqlen_q = std::max(a.seqlen_q, lq);
+            a.seqlen_k = std::max(a.seqlen_k, lk);
+        }
+        a.seqstart_q = r.start_q.data();
+        a.seqstart_k = r.start_k.data();
+        a.seqlen_q_ptr = c.qpad >= 0 ? r.len_q.data() : nullptr;
+        a.seqlen_k_ptr = c.kpad >= 0 ? r.len_k.data() : nullptr;
+        rows_q = r.start_q.back();
+        rows_k = r.start_k.back();
+    } else {
+        a.seqlen_q = c.sq[0];
+        a.seqlen_k = c.sk[0];
+        rows_q = a.seqlen_q;
+        rows_k = a.seqlen_k;
+    }
+    strides(&a.q_stride_b, &a.q_stride_h, &a.q_stride_s, c.iperm, c.h, rows_q, c.d + c.row_pad);
+    strides(&a.k_stride_b, &a.k_stride_h, &a.k_stride_s, c.iperm, c.hk, rows_k, c.d + c.row_pad);
+    strides(&a.v_stride_b, &a.v_stride_h, &a.v_stride_s, c.iperm, c.hk, rows_k, c.dv + c.row_pad);
+    strides(&a.o_stride_b, &a.o_stride_h, &a.o_stride_s, c.operm, c.h, rows_q, c.dv + c.row_pad);
+    a.lse_stride_h = rows_q + 1; // a gap between heads
+    a.lse_stride_b = c.group ? 0 : c.h * a.lse_stride_h;
+    if (c.group)
+        a.q_stride_b = a.k_stride_b = a.v_stride_b = a.o_stride_b = 0;
+
+    r.q.assign(ckt_fmha_fwd_elems(&a, CKT_FMHA_TENSOR_Q), 0);
+    r.k.assign(ckt_fmha_fwd_elems(&a, CKT_FMHA_TENSOR_K), 0);
+    r.v.assign(ckt_fmha_fwd_elems(&a, CKT_FMHA_TENSOR_V), 0);
+    r.o.assign(ckt_fmha_fwd_elems(&a, CKT_FMHA_TENSOR_O), kSentinel);
+    r.lse.assign(c.lse ? ckt_fmha_fwd_elems(&a, CKT_FMHA_TENSOR_LSE) : 0, kLseSentinel);
+    const uint64_t seed = std::hash<std::string>()(c.name) & 0xffff;
+    ASSERT_EQ(ckt_fill(r.q.data(), c.dt, r.q.size(), ckt_init_uniform(-1, 1), seed), CKT_SUCCESS);
+    ASSERT_EQ(ckt_fill(r.k.data(), c.dt, r.k.size(), ckt_init_uniform(-1, 1), seed + 1), CKT_SUCCESS);
+    ASSERT_EQ(ckt_fill(r.v.data(), c.dt, r.v.size(), ckt_init_uniform(-1, 1), seed + 2), CKT_SUCCESS);
+    a.q = r.q.data();
+    a.k = r.k.empty() ? nullptr : r.k.data();
+    a.v = r.v.empty() ? nullptr : r.v.data();
+
+    ckt_fmha_fwd_args &d = r.dv;
+    d = a;
+    d.q = r.to_device(r.q.data(), r.q.size() * 2);
+    d.k = r.k.empty() ? nullptr : r.to_device(r.k.data(), r.k.size() * 2);
+    d.v = r.v.empty() ? nullptr : r.to_device(r.v.data(), r.v.size() * 2);
+    d.o = r.to_device(r.o.data(), r.o.size() * 2);
+    d.lse = c.lse ? (float *)r.to_device(r.lse.data(), r.lse.size() * 4) : nullptr;
+    if (c.group) {
+        d.seqstart_q = (const int32_t *)r.to_device(r.start_q.data(), r.start_q.size() * 4);
+        d.seqstart_k = (const int32_t *)r.to_device(r.start_k.data(), r.start_k.size() * 4);
+        d.seqlen_q_ptr = a.seqlen_q_ptr ? (const int32_t *)r.to_device(r.len_q.data(), r.len_q.size() * 4) : nullptr;
+        d.seqlen_k_ptr = a.seqlen_k_ptr ? (const int32_t *)r.to_device(r.len_k.data(), r.len_k.size() * 4) : nullptr;
+    }
+    ASSERT_EQ(ckt_fmha_fwd(&d, nullptr), CKT_SUCCESS) << ckt_last_error();
+    ASSERT_EQ(ckt_rt_device_synchronize(), CKT_SUCCESS) << ckt_last_error();
+    ASSERT_EQ(ckt_rt_memcpy(r.o.data(), d.o, r.o.size() * 2, CKT_D2H), CKT_SUCCESS);
+    if (c.lse) {
+        ASSERT_EQ(ckt_rt_memcpy(r.lse.data(), d.lse, r.lse.size() * 4, CKT_D2H), CKT_SUCCESS);
+    }
+}
+
+class Fwd : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Fwd, MatchesReference)
+{
+    const Case &c = GetParam();
+    FwdRun r;
+    run_case(c, r);
+    if (HasFatalFailure())
+        return;
+    const ckt_fmha_fwd_args &a = r.h;
+    std::vector<float> o_ref(r.o.size(), 0.0f), lse_ref(r.lse.size(), 0.0f);
+    ASSERT_EQ(ckt_ref_fmha_fwd(&a, o_ref.data(), c.lse ? lse_ref.data() : nullptr), CKT_SUCCESS) << ckt_last_error();
+    const double tol = c.dt == CKT_BF16 ? 1e-2 : 1e-3;
+    ckt_compare_result ro, rl;
+    ckt_status s = ckt_ref_fmha_compare(&ro, &rl, &a, r.o.data(), c.lse ? r.lse.data() : nullptr, o_ref.data(),
+                                        c.lse ? lse_ref.data() : nullptr, tol, tol);
+    if (s != CKT_SUCCESS) {
+        ckt_compare_print(stderr, "O", &ro);
+        if (c.lse)
+            ckt_compare_print(stderr, "LSE", &rl);
+    }
+    EXPECT_EQ(s, CKT_SUCCESS) << ckt_last_error();
+
+    // nothing outside the logical rows is written
+    std::vector<char> logical(r.o.size(), 0), logical_lse(r.lse.size(), 0);
+    for (int b = 0; b < a.batch; b++) {
+        const ckt_fmha_entry e = ckt_fmha_fwd_entry(&a, b);
+        const int64_t bb = a.group_mode ? 0 : b;
+        for (int h = 0; h < a.nhead_q; h++)
+            for (int64_t i = 0; i < e.sq; i++) {
+                const int64_t off = bb * a.o_stride_b + h * a.o_stride_h + (e.q_start + i) * a.o_stride_s;
+                for (int d = 0; d < a.hdim_v; d++)
+                    logical[(size_t)(off + d)] = 1;
+                if (c.lse)
+                    logical_lse[(size_t)(bb * a.lse_stride_b + h * a.lse_stride_h + e.q_start + i)] = 1;
+            }
+    }
+    for (size_t i = 0; i < r.o.size(); i++) {
+        if (!logical[i]) {
+            ASSERT_EQ(r.o[i], kSentinel) << "O element " << i << " outside the logical rows was written";
+        }
+    }
+    for (size_t i = 0; i < r.lse.size(); i++) {
+        if (!logical_lse[i]) {
+            ASSERT_EQ(r.lse[i], kLseSentinel) << "LSE element " << i << " outside the logical rows was written";
+        }
+    }
+}
+
+std::vector<Case> matrix()
+{
+    std::vector<Case> cs;
+    auto add = [&cs](Case c) {
+        c.name = case_name(c);
+        cs.push_back(c);
+    };
+    struct Dims {
+        int d, dv;
+    };
+    // every instance, and padded head dims that run on the next larger one
+    const Dims dims[] = {{32, 32}, {64, 64}, {96, 96}, {128, 128}, {192, 128}, {192, 192}, {256, 256},
+                         {8, 8},   {40, 40}, {72, 72}, {128, 64},  {136, 104}, {248, 256}};
+    for (ckt_dtype dt : {CKT_F16, CKT_BF16})
+        for (const Dims &dd : dims) {
+            Case c;
+            c.dt = dt;
+            c.d = dd.d;
+            c.dv = dd.dv;
+            c.h = 4;
+            c.hk = 2;
+            c.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT;
+            add(c);
+        }
+
+    // masks x modes x seqlens (d 64, alternating dtypes, GQA, LSE on and off)
+    struct Mask {
+        ckt_fmha_mask m;
+        int l, r;
+    };
+    const Mask masks[] = {{CKT_MASK_NONE, 0, 0},
+                          {CKT_MASK_CAUSAL_TOP_LEFT, 0, 0},
+                          {CKT_MASK_CAUSAL_BOTTOM_RIGHT, 0, 0},
+                          {CKT_MASK_WINDOW_TOP_LEFT, 16, 5},
+                          {CKT_MASK_WINDOW_BOTTOM_RIGHT, 40, 0},
+                          {CKT_MASK_WINDOW_TOP_LEFT, -1, 7},
+                          {CKT_MASK_WINDOW_BOTTOM_RIGHT, 3, -1},
+                          {CKT_MASK_WINDOW_TOP_LEFT, 0, 0}};
+    const int lens[][2] = {{1, 1}, {3, 257}, {55, 100}, {100, 55}, {257, 3}, {257, 257}, {1, 257}};
+    int n = 0;
+    for (const Mask &m : masks)
+        for (const auto &l : lens) {
+            Case c;
+            c.dt = n % 2 ? CKT_BF16 : CKT_F16;
+            c.mask = m.m;
+            c.wl = m.l;
+            c.wr = m.r;
+            c.sq = {l[0]};
+            c.sk = {l[1]};
+            c.batch = 1 + n % 2;
+            c.h = n % 3 == 0 ? 3 : 2;
+            c.hk = n % 3 == 0 ? 1 : 2;
+            c.lse = n % 4 != 1;
+            c.iperm = n % 5 != 2;
+            c.operm = n % 7 != 3;
+            n++;
+            add(c);
+        }
+    // group mode: ragged entries incl. zero-length ones, packed and padded
+    const std::vector<std::vector<int>> gq = {{1, 3, 55, 100, 257}, {0, 17, 0, 64}, {100, 0}};
+    const std::vector<std::vector<int>> gk = {{257, 3, 100, 55, 1}, {5, 0, 0, 80}, {33, 129}};
+    for (size_t gi = 0; gi < gq.size(); gi++)
+        for (const Mask &m : masks) {
+            Case c;
+            c.dt = n % 2 ? CKT_BF16 : CKT_F16;
+            c.group = 1;
+            c.batch = (int)gq[gi].size();
+            c.sq = gq[gi];
+            c.sk = gk[gi];
+            c.mask = m.m;
+            c.wl = m.l;
+            c.wr = m.r;
+            c.h = 4;
+            c.hk = n % 2 ? 1 : 2;
+            c.qpad = n % 3 == 0 ? -1 : 5;
+            c.kpad = n % 3 == 2 ? -1 : 11;
+            c.lse = n % 4 != 1;
+            c.iperm = n % 2;
+            c.operm = n % 3 != 0;
+            c.d = n % 5 == 0 ? 128 : 64;
+            c.dv = c.d;
+            n++;
+            add(c);
+        }
+
+    // scale, soft-cap, padded rows
+    {
+        Case c;
+        c.scale = 0.3f;
+        add(c);
+        c.scale = 0.0f;
+        c.softcap = 2.5f;
+        c.mask = CKT_MASK_CAUSAL_TOP_LEFT;
+        add(c);
+        c.dt = CKT_BF16;
+        c.softcap = 10.0f;
+        c.scale = 1.0f;
+        c.d = c.dv = 128;
+        add(c);
+        Case p;
+        p.row_pad = 8;
+        p.iperm = 0;
+        add(p);
+        p.row_pad = 24;
+        p.group = 1;
+        p.batch = 3;
+        p.sq = {20, 1, 40};
+        p.sk = {9, 30, 0};
+        p.mask = CKT_MASK_WINDOW_BOTTOM_RIGHT;
+        p.wl = 5;
+        p.wr = 2;
+        add(p);
+    }
+    // seqlen_k = 0 (every row fully masked: O = 0, LSE = -inf), seqlen_q = 1
+    {
+        Case c;
+        c.sq = {7};
+        c.sk = {0};
+        add(c);
+        c.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT;
+        c.dt = CKT_BF16;
+        add(c);
+        c.sq = {1};
+        c.sk = {300};
+        add(c);
+        c.mask = CKT_MASK_WINDOW_TOP_LEFT;
+        c.wl = 0;
+        c.wr = 0;
+        add(c);
+        Case g;
+        g.group = 1;
+        g.batch = 3;
+        g.sq = {4, 0, 9};
+        g.sk = {0, 0, 0};
+        add(g);
+    }
+    return cs;
+}
+
+INSTANTIATE_TEST_SUITE_P(Matrix, Fwd, ::testing::ValuesIn(matrix()),
+                         [](const ::testing::TestParamInfo<Case> &i) { return i.param.name; });
+
+// >>dispatcher
+
+ckt_fmha_fwd_args dims_args(ckt_dtype dt, int d, int dv)
+{
+    ckt_fmha_fwd_args a;
+    memset(&a, 0, sizeof a);
+    a.dtype = dt;
+    a.hdim_q = d;
+    a.hdim_v = dv;
+    return a;
+}
+
+TEST(Dispatch, PicksTheCheapestCoveringInstance)
+{
+    struct Pick {
+        ckt_dtype dt;
+        int d, dv;
+        const char *name;
+    };
+    const Pick picks[] = {
+        {CKT_F16, 8, 8, "ckt_fmha_fwd_f16_d32"},
+        {CKT_F16, 32, 32, "ckt_fmha_fwd_f16_d32"},
+        {CKT_BF16, 40, 40, "ckt_fmha_fwd_bf16_d64"},
+        {CKT_F16, 64, 32, "ckt_fmha_fwd_f16_d64"},
+        {CKT_BF16, 80, 96, "ckt_fmha_fwd_bf16_d96"},
+        {CKT_F16, 128, 128, "ckt_fmha_fwd_f16_d128"},
+        {CKT_BF16, 192, 128, "ckt_fmha_fwd_bf16_d192_dv128"},
+        {CKT_BF16, 160, 64, "ckt_fmha_fwd_bf16_d192_dv128"},
+        {CKT_F16, 136, 136, "ckt_fmha_fwd_f16_d192"},
+        {CKT_F16, 128, 136, "ckt_fmha_fwd_f16_d192"},
+        {CKT_BF16, 256, 8, "ckt_fmha_fwd_bf16_d256"},
+        {CKT_F16, 256, 256, "ckt_fmha_fwd_f16_d256"},
+    };
+    for (const Pick &p : picks) {
+        ckt_fmha_fwd_args a = dims_args(p.dt, p.d, p.dv);
+        const ckt_fmha_fwd_instance *in = ckt_fmha_fwd_select(&a);
+        ASSERT_NE(in, nullptr) << ckt_last_error();
+        EXPECT_STREQ(in->name, p.name) << p.d << "/" << p.dv;
+        EXPECT_EQ(in->dtype, p.dt);
+        EXPECT_TRUE(in->fits(&a));
+    }
+    int count = 0;
+    while (ckt_fmha_fwd_instance_at(count))
+        count++;
+    EXPECT_EQ(count, 14);
+    EXPECT_EQ(ckt_fmha_fwd_instance_at(-1), nullptr);
+}
+
+TEST(Dispatch, NoInstanceSaysWhy)
+{
+    ckt_fmha_fwd_args a = dims_args(CKT_BF16, 264, 264);
+    EXPECT_EQ(ckt_fmha_fwd(&a, nullptr), CKT_ERROR_NO_INSTANCE);
+    EXPECT_NE(std::string(ckt_fmha_last_error()).find("no instance for bf16 hdim_q=264 hdim_v=264: head dims go up to 256"),
+              std::string::npos)
+        << ckt_fmha_last_error();
+    EXPECT_NE(std::string(ckt_fmha_last_error()).find("32/32 64/64 96/96 128/128 192/128 192/192 256/256"),
+              std::string::npos);
+    a = dims_args(CKT_F16, 64, 60);
+    EXPECT_EQ(ckt_fmha_fwd(&a, nullptr), CKT_ERROR_NO_INSTANCE);
+    EXPECT_NE(std::string(ckt_last_error()).find("hdim_v is not a multiple of 8"), std::string::npos);
+    EXPECT_EQ(ckt_fmha_fwd_select(&a), nullptr);
+}
+
+TEST(Dispatch, OtherErrors)
+{
+    EXPECT_EQ(ckt_fmha_fwd(nullptr, nullptr), CKT_ERROR_NULL_POINTER);
+    ckt_fmha_fwd_args a = dims_args(CKT_F32, 64, 64);
+    EXPECT_EQ(ckt_fmha_fwd(&a, nullptr), CKT_ERROR_UNSUPPORTED);
+    EXPECT_NE(std::string(ckt_last_error()).find("dtype: fp32"), std::string::npos);
+    a = dims_args(CKT_F16, 0, 64);
+    EXPECT_EQ(ckt_fmha_fwd(&a, nullptr), CKT_ERROR_INVALID_ARGUMENT);
+    EXPECT_STREQ(ckt_last_error(), "hdim_q: 0 (must be > 0)");
+    // the instance's validation: q NULL on a non-empty problem
+    a = dims_args(CKT_F16, 64, 64);
+    a.batch = a.nhead_q = a.nhead_k = a.seqlen_q = a.seqlen_k = 1;
+    EXPECT_EQ(ckt_fmha_fwd(&a, nullptr), CKT_ERROR_NULL_POINTER);
+    EXPECT_STREQ(ckt_last_error(), "q: NULL");
+    // an empty problem is a no-op
+    a.batch = 0;
+    EXPECT_EQ(ckt_fmha_fwd(&a, nullptr), CKT_SUCCESS);
+    EXPECT_STREQ(ckt_fmha_status_string(CKT_ERROR_NO_INSTANCE), "no compiled kernel instance fits the arguments");
+}
+
+TEST(Dispatch, ArgsLayoutIsExported)
+{
+    EXPECT_EQ(ckt_fmha_fwd_args_offset("sizeof"), sizeof(ckt_fmha_fwd_args));
+    EXPECT_EQ(ckt_fmha_fwd_args_offset("window_right"), offsetof(ckt_fmha_fwd_args, window_right));
+    EXPECT_EQ(ckt_fmha_fwd_args_offset("q_stride_b"), offsetof(ckt_fmha_fwd_args, q_stride_b));
+    EXPECT_EQ(ckt_fmha_fwd_args_offset("nope"), (size_t)-1);
+}
+
+} // namespace
