@@ -182,55 +182,70 @@ static inline ckt_status ckt_ref_fmha_fwd(const ckt_fmha_fwd_args *h, float *o_r
         const ckt_fmha_entry e = ckt_fmha_fwd_entry(h, b);
         max_sk = e.sk > max_sk ? e.sk : max_sk;
     }
-    /* scratch: the logits of one row, one query row, one output row */
+    /* scratch: K[b][hk] and V[b][hk] as dense fp32 rows (converted once per
+     * key head, shared by its g query heads); one row's logits, query, output */
+    const size_t nk = (size_t)max_sk * (size_t)dq, nv = (size_t)max_sk * (size_t)dv;
+    float *kf = (float *)malloc((nk + nv + 1) * sizeof(float)), *vf = kf + nk;
     double *s = (double *)malloc(((size_t)max_sk + (size_t)dq + (size_t)dv + 1) * sizeof(double));
-    if (!s)
-        return ckt__fail(CKT_ERROR_OUT_OF_MEMORY, "ckt_ref_fmha_fwd: %d logits", max_sk);
+    if (!kf || !s) {
+        free(kf);
+        free(s);
+        return ckt__fail(CKT_ERROR_OUT_OF_MEMORY, "ckt_ref_fmha_fwd: scratch for %d keys", max_sk);
+    }
     double *qrow = s + max_sk, *orow = qrow + dq;
     for (int b = 0; b < h->batch; b++) {
         const ckt_fmha_entry e = ckt_fmha_fwd_entry(h, b);
-        for (int head = 0; head < h->nhead_q; head++) {
-            const int hk = head / g;
-            for (int64_t i = 0; i < e.sq; i++) {
-                /* Q[b][head][i][:] */
-                const int64_t qo = ckt__fmha_row(h, CKT_FMHA_TENSOR_Q, b, head, i, &e);
+        for (int hk = 0; hk < h->nhead_k; hk++) {
+            for (int64_t j = 0; j < e.sk; j++) {
+                const int64_t ko = ckt__fmha_row(h, CKT_FMHA_TENSOR_K, b, hk, j, &e);
+                const int64_t vo = ckt__fmha_row(h, CKT_FMHA_TENSOR_V, b, hk, j, &e);
                 for (int d = 0; d < dq; d++)
-                    qrow[d] = ckt_load_f32(h->q, h->dtype, (size_t)(qo + d));
-                int64_t lo, hi;
-                ckt_fmha_fwd_row_keys(h, i, e.sq, e.sk, &lo, &hi);
-                double mx = -INFINITY;
-                for (int64_t j = lo; j < hi; j++) {
-                    /* s_j = scale * Q[b][head][i] . K[b][hk][j] */
-                    const int64_t ko = ckt__fmha_row(h, CKT_FMHA_TENSOR_K, b, hk, j, &e);
-                    double dot = 0.0;
-                    for (int d = 0; d < dq; d++)
-                        dot += qrow[d] * (double)ckt_load_f32(h->k, h->dtype, (size_t)(ko + d));
-                    double x = scale * dot;
-                    if (cap > 0.0)
-                        x = cap * tanh(x / cap);
-                    s[j] = x;
-                    mx = x > mx ? x : mx;
-                }
+                    kf[j * dq + d] = ckt_load_f32(h->k, h->dtype, (size_t)(ko + d));
                 for (int d = 0; d < dv; d++)
-                    orow[d] = 0.0;
-                double sum = 0.0;
-                for (int64_t j = lo; j < hi; j++) {
-                    const double p = exp(s[j] - mx);
-                    const int64_t vo = ckt__fmha_row(h, CKT_FMHA_TENSOR_V, b, hk, j, &e);
-                    sum += p;
-                    for (int d = 0; d < dv; d++)
-                        orow[d] += p * (double)ckt_load_f32(h->v, h->dtype, (size_t)(vo + d));
-                }
-                /* O[b][head][i][:]; a row with no visible key: O = 0, LSE = -inf */
-                const int64_t oo = ckt__fmha_row(h, CKT_FMHA_TENSOR_O, b, head, i, &e);
-                for (int d = 0; d < dv; d++)
-                    o_ref[oo + d] = sum > 0.0 ? (float)(orow[d] / sum) : 0.0f;
-                if (lse_ref)
-                    lse_ref[ckt__fmha_row(h, CKT_FMHA_TENSOR_LSE, b, head, i, &e)] =
-                        sum > 0.0 ? (float)(mx + log(sum)) : -INFINITY;
+                    vf[j * dv + d] = ckt_load_f32(h->v, h->dtype, (size_t)(vo + d));
             }
+            for (int head = hk * g; head < (hk + 1) * g; head++)
+                for (int64_t i = 0; i < e.sq; i++) {
+                    /* Q[b][head][i][:] */
+                    const int64_t qo = ckt__fmha_row(h, CKT_FMHA_TENSOR_Q, b, head, i, &e);
+                    for (int d = 0; d < dq; d++)
+                        qrow[d] = ckt_load_f32(h->q, h->dtype, (size_t)(qo + d));
+                    int64_t lo, hi;
+                    ckt_fmha_fwd_row_keys(h, i, e.sq, e.sk, &lo, &hi);
+                    double mx = -INFINITY;
+                    for (int64_t j = lo; j < hi; j++) {
+                        /* s_j = scale * Q[b][head][i] . K[b][hk][j] */
+                        const float *kr = kf + j * dq;
+                        double dot = 0.0;
+                        for (int d = 0; d < dq; d++)
+                            dot += qrow[d] * (double)kr[d];
+                        double x = scale * dot;
+                        if (cap > 0.0)
+                            x = cap * tanh(x / cap);
+                        s[j] = x;
+                        mx = x > mx ? x : mx;
+                    }
+                    for (int d = 0; d < dv; d++)
+                        orow[d] = 0.0;
+                    double sum = 0.0;
+                    for (int64_t j = lo; j < hi; j++) {
+                        const double p = exp(s[j] - mx);
+                        const float *vr = vf + j * dv;
+                        sum += p;
+                        for (int d = 0; d < dv; d++)
+                            orow[d] += p * (double)vr[d];
+                    }
+                    /* O[b][head][i][:]; a row with no visible key: O = 0, LSE = -inf */
+                    const int64_t oo = ckt__fmha_row(h, CKT_FMHA_TENSOR_O, b, head, i, &e);
+                    for (int d = 0; d < dv; d++)
+                        o_ref[oo + d] = sum > 0.0 ? (float)(orow[d] / sum) : 0.0f;
+                    if (lse_ref)
+                        lse_ref[ckt__fmha_row(h, CKT_FMHA_TENSOR_LSE, b, head, i, &e)] =
+                            sum > 0.0 ? (float)(mx + log(sum)) : -INFINITY;
+                }
         }
     }
+    free(kf);
     free(s);
     return CKT_SUCCESS;
 }
