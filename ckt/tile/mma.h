@@ -114,42 +114,15 @@ CKT_INLINE CKT_HOST_DEVICE uint16_t *ckt_smem_tile_ptr(ckt_smem_tile t, int r, i
     return t.base + ckt_smem_tile_offset(t, r, c);
 }
 
-/* Issues the asynchronous copy (ckt_cp_async_16) of the R x C tile of 16-bit
- * elements at window w into shared tile s, by T threads (this one: tid), in
- * 16-byte chunks: thread tid copies chunks tid, tid + T, ... (row-major over
- * the tile). Elements outside the view are zero-filled, so a ragged edge
- * contributes zeros to a matrix product. C must be a multiple of 8 and the
- * view's rows 16-byte aligned. Commit and wait with ckt/tile/pipeline.h. */
+/* Issues the asynchronous copy of the R x C tile of 16-bit elements at window
+ * w into shared tile s, by T threads (this one: tid), 16-byte vectors:
+ * ckt_smem_load_async_b16 (ckt/tile/smem.h) with the tile's layout. Elements
+ * outside the view are zero-filled, so a ragged edge contributes zeros to a
+ * matrix product. Commit and wait with ckt/tile/pipeline.h. */
 CKT_INLINE CKT_DEVICE void ckt_smem_tile_load_async(ckt_smem_tile s, const ckt_window2d *w, int R,
                                                     int C, int T, int tid)
 {
-    const int chunks_per_row = C / 8, chunks = R * chunks_per_row;
-    if (T % chunks_per_row == 0 && w->row0 >= 0 && w->col0 >= 0 && w->row0 + R <= w->view.rows &&
-        w->col0 + C <= w->view.cols) {
-        /* the whole tile is inside the view (a block-uniform test): no masks,
-         * and this thread's chunks are rstep rows apart in one column */
-        const int r0 = tid / chunks_per_row, c = (tid % chunks_per_row) * 8, rstep = T / chunks_per_row;
-        const char *g = ckt_window2d_ptr(w, r0, c, 2);
-        const int64_t gstep = (int64_t)rstep * w->view.row_stride * 2;
-        CKT_UNROLL
-        for (int j = 0; j < CKT_CEIL_DIV(chunks, T); j++) {
-            if (chunks % T != 0 && r0 + j * rstep >= R)
-                break;
-            ckt_cp_async_16(ckt_smem_tile_ptr(s, r0 + j * rstep, c), g + j * gstep, 16u);
-        }
-        return;
-    }
-    CKT_UNROLL
-    for (int j = 0; j < CKT_CEIL_DIV(chunks, T); j++) {
-        int i = tid + j * T;
-        if (chunks % T != 0 && i >= chunks)
-            break;
-        int r = i / chunks_per_row, c = (i % chunks_per_row) * 8;
-        int valid = ckt_window2d_valid_cols(w, r, c, 8);
-        /* an empty chunk still needs a legal address: the view's base */
-        const void *src = valid ? (const void *)ckt_window2d_ptr(w, r, c, 2) : w->view.base;
-        ckt_cp_async_16(ckt_smem_tile_ptr(s, r, c), src, (unsigned)valid * 2u);
-    }
+    ckt_smem_load_async_b16(s.base, s.layout, w, R, C, 8, T, tid);
 }
 
 #if defined(CKT_HAS_MMA_SYNC)

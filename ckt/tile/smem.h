@@ -155,7 +155,29 @@ CKT_INLINE CKT_DEVICE void ckt__smem_load_async(void *smem, int layout, const ck
 {
     const int vb = V * elem_bytes;
     const int aligned = ckt__window_vec_aligned(src, vb, elem_bytes);
-    for (int i = 0; i < CKT_ROWS_VECS(R, C, V, T); i++) {
+    if (vb == 16 && T % (C / V) == 0 && aligned && src->row0 >= 0 && src->col0 >= 0 &&
+        src->row0 + R <= src->view.rows && src->col0 + C <= src->view.cols) {
+        /* the whole tile is inside the view (a block-uniform test): no masks;
+         * thread t's vectors are T / (C / V) rows apart in one column, so
+         * their addresses differ by a constant */
+        const int r0 = t / (C / V), c = (t % (C / V)) * V, rstep = T / (C / V);
+        const char *g = ckt_window2d_ptr(src, r0, c, elem_bytes);
+        const int64_t gstep = (int64_t)rstep * src->view.row_stride * elem_bytes;
+        CKT_UNROLL
+        for (int j = 0; j < CKT_CEIL_DIV(R, rstep); j++) {
+            if (R % rstep != 0 && r0 + j * rstep >= R)
+                break;
+            ckt_cp_async_16(ckt__smem_vec_ptr(smem, layout, C, elem_bytes, r0 + j * rstep, c),
+                            g + j * gstep, 16u);
+        }
+        return;
+    }
+    /* thread t's vectors t, t + T, ...: also when the tile has fewer vectors
+     * than threads, or not a multiple of T (the tile loaders of ckt/tile/mma.h) */
+    const int nvec = R * (C / V);
+    for (int i = 0; i < CKT_CEIL_DIV(nvec, T); i++) {
+        if (nvec % T != 0 && t + i * T >= nvec)
+            break;
         const int r = ckt_rows_vec_row(R, C, V, T, t, i), c = ckt_rows_vec_col(R, C, V, T, t, i);
         const int64_t gr = src->row0 + r, gc = src->col0 + c, cols = src->view.cols;
         const int row_ok = gr >= 0 && gr < src->view.rows;
