@@ -59,6 +59,7 @@ class CktError(RuntimeError):
 def _default_path():
     here = os.path.dirname(os.path.abspath(__file__))
     for p in [os.environ.get("CKT_FMHA_LIB"),
+              os.path.join(here, "..", ".gpu_bin", "libckt_fmha.so"),  # copied there for the GPU machine
               os.path.join(here, "..", "bazel-bin", "lib", "fmha", "gpu", "libckt_fmha.so"),
               os.path.join(here, "libckt_fmha.so"),
               "libckt_fmha.so"]:

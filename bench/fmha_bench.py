@@ -3,9 +3,10 @@
 ABI, bench/ckt_fmha.py) against PyTorch SDPA with the FlashAttention-2
 backend and the cuDNN backend, in one process on the same tensors.
 
-    bazel build --config=nvidia //lib/fmha:fmha_gpu        # here
-    # there: bench/ and bazel-bin/lib/fmha/gpu/libckt_fmha.so, then
-    python3 bench/fmha_bench.py --lib libckt_fmha.so [--precs bf16,fp16] [--causal 0,1]
+    bazel build --config=nvidia //lib/fmha:fmha_gpu        # here, then
+    mkdir -p .gpu_bin && cp bazel-bin/lib/fmha/gpu/libckt_fmha.so .gpu_bin/
+    # on the GPU machine (bench/ and .gpu_bin/ carried over):
+    python3 bench/fmha_bench.py [--lib .gpu_bin/libckt_fmha.so] [--precs bf16,fp16] [--causal 0,1]
                                 [--dims 64,128] [--seqlens 512,1024,...] [--json out.jsonl]
 
 Grid (FlashAttention's benchmark): hidden 2048 (d 64 x 32 heads, d 128 x 16
@@ -85,7 +86,7 @@ def load_anchors(path):
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--lib", default=None, help="libckt_fmha.so (default: $CKT_FMHA_LIB, bazel-bin/lib/fmha/gpu/)")
+    ap.add_argument("--lib", default=None, help="libckt_fmha.so (default: $CKT_FMHA_LIB, .gpu_bin/, bazel-bin/lib/fmha/gpu/)")
     ap.add_argument("--precs", default="bf16,fp16")
     ap.add_argument("--causal", default="0,1")
     ap.add_argument("--dims", default="64,128")
