@@ -28,6 +28,7 @@ for f in "$tmp"/*-hip-amdgcn-amd-amdhsa-*.out; do
     /\.sgpr_spill_count:/ { ssp=$2 }
     function emit() { printf "%-8s %-48s %5s %5s %5s %8s %8s %6s\n", arch, substr(name,1,48), vgpr, agpr, sgpr, priv, lds, vsp+ssp; name="" }
     END { if (name != "") emit() }'
-  if "$readelf" --notes "$f" | grep -q '\.private_segment_fixed_size: [1-9]'; then scratch=1; fi
+  notes=$("$readelf" --notes "$f")
+  case "$notes" in *".private_segment_fixed_size: "[1-9]*) scratch=1 ;; esac
 done
 exit $scratch

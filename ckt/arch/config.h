@@ -53,6 +53,11 @@
 #if defined(CKT_BACKEND_CPU)
 #define CKT_UNROLL
 #define CKT_UNROLL_BY(n)
+#elif defined(CKT_BACKEND_AMD)
+/* clang acts on a plain "unroll" before inlining has made the trip count a
+ * constant and then never unrolls fully: ask for full unrolling explicitly */
+#define CKT_UNROLL _Pragma("clang loop unroll(full)")
+#define CKT_UNROLL_BY(n) CKT__PRAGMA(clang loop unroll_count(n))
 #else
 #define CKT_UNROLL _Pragma("unroll")
 #define CKT_UNROLL_BY(n) CKT__PRAGMA(unroll n) /* partial: n iterations per trip */
