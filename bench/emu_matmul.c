@@ -15,6 +15,7 @@
 
 #include "ckt/host.h"
 #include "tests/arch/matmul_kernel.h"
+#include "examples/check.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,16 +35,6 @@ static ckt_status run_mm(void *ctx, ckt_stream s)
     const mm_params *p = (const mm_params *)ctx;
     return ckt_rt_launch(CKT_KERNEL_REF(mm_kernel), mm_grid(p->m, p->n), mm_block(), 0, s, p);
 }
-
-#define CHECK(call)                                                                               \
-    do {                                                                                          \
-        ckt_status st_ = (call);                                                                  \
-        if (st_ != CKT_SUCCESS) {                                                                 \
-            fprintf(stderr, "error: %s: %s (%s)\n", #call, ckt_status_string(st_),                \
-                    ckt_last_error());                                                            \
-            return 2;                                                                             \
-        }                                                                                         \
-    } while (0)
 
 int main(int argc, char **argv)
 {

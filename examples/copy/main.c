@@ -25,20 +25,11 @@
  */
 #include "ckt/host.h"
 #include "examples/copy/copy.h"
+#include "examples/check.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define CHECK(call)                                                                                \
-    do {                                                                                           \
-        ckt_status st_ = (call);                                                                   \
-        if (st_ != CKT_SUCCESS) {                                                                  \
-            fprintf(stderr, "error: %s: %s (%s)\n", #call, ckt_status_string(st_),                 \
-                    ckt_last_error());                                                             \
-            return 2;                                                                              \
-        }                                                                                          \
-    } while (0)
 
 typedef struct run_ctx {
     int op; /* 0 copy, 1 transpose, 2 memcpy */

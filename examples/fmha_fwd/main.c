@@ -33,6 +33,7 @@
  * Exit status: 0 valid (or -v=0), 1 mismatch, 2 error.
  */
 #include "ckt/fmha.h"
+#include "examples/check.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -40,16 +41,6 @@
 #include <string.h>
 
 #define MAX_BATCH 4096
-
-#define CHECK(call)                                                                               \
-    do {                                                                                          \
-        ckt_status st_ = (call);                                                                  \
-        if (st_ != CKT_SUCCESS) {                                                                 \
-            fprintf(stderr, "error: %s: %s (%s)\n", #call, ckt_status_string(st_),                \
-                    ckt_last_error());                                                            \
-            return 2;                                                                             \
-        }                                                                                         \
-    } while (0)
 
 typedef struct run_ctx {
     ckt_fmha_fwd_args a;

@@ -11,6 +11,7 @@
  */
 #include "ckt/host.h"
 #include "examples/gemm/gemm.h"
+#include "examples/check.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -27,16 +28,6 @@ static ckt_status run_gemm(void *ctx, ckt_stream s)
     run_ctx *c = (run_ctx *)ctx;
     return gemm_run(&c->p, c->b_nk, c->dt, s);
 }
-
-#define CHECK(call)                                                                               \
-    do {                                                                                          \
-        ckt_status st_ = (call);                                                                  \
-        if (st_ != CKT_SUCCESS) {                                                                 \
-            fprintf(stderr, "error: %s: %s (%s)\n", #call, ckt_status_string(st_),                \
-                    ckt_last_error());                                                            \
-            return 2;                                                                             \
-        }                                                                                         \
-    } while (0)
 
 int main(int argc, char **argv)
 {

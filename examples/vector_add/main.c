@@ -8,19 +8,11 @@
  */
 #include "ckt/host.h"
 #include "examples/vector_add/vector_add.h"
+#include "examples/check.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static long long arg_ll(int argc, char **argv, const char *name, long long fallback)
-{
-    size_t len = strlen(name);
-    for (int i = 1; i < argc; i++)
-        if (argv[i][0] == '-' && strncmp(argv[i] + 1, name, len) == 0 && argv[i][1 + len] == '=')
-            return strtoll(argv[i] + 2 + len, NULL, 10);
-    return fallback;
-}
 
 typedef struct run_ctx {
     vadd_params p;
@@ -32,23 +24,13 @@ static ckt_status run_vadd(void *ctx, ckt_stream s)
     return ckt_rt_launch(CKT_KERNEL_REF(vadd_kernel), vadd_grid(c->p.n), vadd_block(), 0, s, &c->p);
 }
 
-#define CHECK(call)                                                                               \
-    do {                                                                                          \
-        ckt_status st_ = (call);                                                                  \
-        if (st_ != CKT_SUCCESS) {                                                                 \
-            fprintf(stderr, "error: %s: %s (%s)\n", #call, ckt_status_string(st_),                \
-                    ckt_last_error());                                                            \
-            return 2;                                                                             \
-        }                                                                                         \
-    } while (0)
-
 int main(int argc, char **argv)
 {
-    long long n = arg_ll(argc, argv, "n", 1000003);
-    int validate = (int)arg_ll(argc, argv, "v", 1);
-    uint64_t seed = (uint64_t)arg_ll(argc, argv, "seed", 11);
-    int warmup = (int)arg_ll(argc, argv, "warmup", 3);
-    int repeat = (int)arg_ll(argc, argv, "repeat", 10);
+    long long n = ckt_arg_int(argc, argv, "n", 1000003);
+    int validate = (int)ckt_arg_int(argc, argv, "v", 1);
+    uint64_t seed = (uint64_t)ckt_arg_int(argc, argv, "seed", 11);
+    int warmup = (int)ckt_arg_int(argc, argv, "warmup", 3);
+    int repeat = (int)ckt_arg_int(argc, argv, "repeat", 10);
     if (n < 0) {
         fprintf(stderr, "error: -n must be >= 0 (got %lld)\n", n);
         return 2;
