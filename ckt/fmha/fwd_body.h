@@ -94,7 +94,10 @@
 #else
 #define CKT__FMHA_S_UNROLL CKT_UNROLL_BY(2)
 #endif
-#define CKT__FMHA_Q_ELEMS CKT_SMEM_ELEMS(CKT_SMEM_PADDED, CKT__FMHA_BM, CKT__FMHA_D, 2)
+/* the Q tile's space also holds the O tile in the epilogue */
+#define CKT__FMHA_Q_ELEMS                                                                          \
+    (CKT__FMHA_D >= CKT__FMHA_DV ? CKT_SMEM_ELEMS(CKT_SMEM_PADDED, CKT__FMHA_BM, CKT__FMHA_D, 2)    \
+                                 : CKT_SMEM_ELEMS(CKT_SMEM_PADDED, CKT__FMHA_BM, CKT__FMHA_DV, 2))
 #define CKT__FMHA_K_ELEMS CKT_SMEM_ELEMS(CKT_SMEM_PADDED, CKT__FMHA_BN, CKT__FMHA_D, 2)
 #define CKT__FMHA_V_ELEMS CKT_SMEM_ELEMS(CKT_SMEM_PADDED, CKT__FMHA_BN, CKT__FMHA_DV, 2)
 /* K/V ring stages: 2 where copies are asynchronous (cp.async), else 1 */
@@ -482,15 +485,25 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
         row_l[r] += ckt_warp_shfl_xor_f32(row_l[r], 2);
         inv[r] = row_l[r] > 0.0f ? 1.0f / row_l[r] : 0.0f;
     }
-    ckt_window2d wo = ckt_window2d_make(ckt_view2d_make(op, sq.sq, a.hdim_v, a.o_stride_s), wrow0, 0);
+    /* O goes out through shared memory (the Q tile's space, free once every
+     * warp is past the loop): the accumulator layout scatters 4-byte pairs,
+     * the row distribution then writes whole 16-byte vectors, masked */
+    ckt_block_sync();
+    const ckt_smem_tile sO = ckt_smem_tile_make(smem, CKT_SMEM_PADDED, DV);
     CKT_UNROLL
     for (int i = 0; i < CKT_WARP_ACC_REGS(WM, DV); i += 2) {
         int r, c;
         ckt_warp_acc_coord(&r, &c, i, lane, WM, DV);
         float x0 = o_acc[i] * inv[ckt_warp_acc_slot(i, DV)], x1 = o_acc[i + 1] * inv[ckt_warp_acc_slot(i, DV)];
-        uint32_t packed = CKT__FMHA_BF16 ? ckt_pack2_bf16(x0, x1) : ckt_pack2_f16(x0, x1);
-        if (ckt_window2d_valid_cols(&wo, r, c, 2) == 2) /* hdim_v is a multiple of 8: pairs are whole */
-            *(uint32_t *)ckt_window2d_ptr(&wo, r, c, 2) = packed;
+        *(uint32_t *)ckt_smem_tile_ptr(sO, warp * WM + r, c) =
+            CKT__FMHA_BF16 ? ckt_pack2_bf16(x0, x1) : ckt_pack2_f16(x0, x1);
+    }
+    ckt_block_sync();
+    {
+        uint32_t ov[CKT_ROWS_REGS(BM, DV, CKT__FMHA_THREADS, 2)];
+        ckt_window2d wo = ckt_window2d_make(ckt_view2d_make(op, sq.sq, a.hdim_v, a.o_stride_s), m0, 0);
+        ckt_rows_load_smem_b16(ov, sO.base, CKT_SMEM_PADDED, BM, DV, 8, CKT__FMHA_THREADS, tid);
+        ckt_rows_store_b16(&wo, ov, BM, DV, 8, CKT__FMHA_THREADS, tid);
     }
     if (a.lse && (lane & 3) == 0) {
         CKT_UNROLL
