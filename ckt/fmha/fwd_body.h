@@ -157,15 +157,8 @@ CKT_INLINE CKT_DEVICE ckt__fmha_seq ckt__fmha_resolve(const ckt_fmha_fwd_args *a
     return s;
 }
 
-/* May query i see key j? (j - i - off in [-left, right], j in [0, sk)) */
-CKT_INLINE CKT_DEVICE int ckt__fmha_visible(const ckt__fmha_seq *s, int i, int j)
-{
-    int d = j - i - s->off;
-    return j < s->sk && (s->left < 0 || d >= -s->left) && (s->right < 0 || d <= s->right);
-}
-
-/* The keys query i may see, as columns relative to n0: [*lo, *hi] (empty
- * when *lo > *hi). */
+/* The keys query i may see (j - i - off in [-left, right], j < sk), as
+ * columns relative to n0: [*lo, *hi] (empty when *lo > *hi). */
 CKT_INLINE CKT_DEVICE void ckt__fmha_visible_cols(const ckt__fmha_seq *s, int i, int n0, int *lo, int *hi)
 {
     int l = -(1 << 30), h = s->sk - 1 - n0;
