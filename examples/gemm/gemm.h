@@ -77,35 +77,15 @@ CKT_WARP_TILE_CHECK(GEMM_WM, GEMM_WN, GEMM_BK);
 CKT_STATIC_ASSERT(GEMM_BK % 32 == 0, "GEMM_BK must be a multiple of 32 (two 16-deep k-steps alternate fragment buffers)");
 CKT_PIPE_CHECK(GEMM_STAGES);
 
-/* Issues the async copies of one k-tile: rows x cols elements of the window
- * into a shared tile, 16-byte chunks, the threads of the block striding over
- * the chunks. Chunks past the valid extent are zero-filled. */
-CKT_INLINE CKT_DEVICE void gemm_load_tile_async(ckt_smem_tile s, const ckt_window2d *w, int rows,
-                                                int cols, int tid)
-{
-    const int chunks_per_row = cols / 8, chunks = rows * chunks_per_row;
-    CKT_UNROLL
-    for (int j = 0; j < CKT_CEIL_DIV(chunks, GEMM_THREADS); j++) {
-        int i = tid + j * GEMM_THREADS;
-        if (chunks % GEMM_THREADS != 0 && i >= chunks)
-            break;
-        int r = i / chunks_per_row, c = (i % chunks_per_row) * 8;
-        int valid = ckt_window2d_valid_cols(w, r, c, 8);
-        /* an invalid chunk still needs a legal address: use the view's base */
-        const void *src = valid ? (const void *)ckt_window2d_ptr(w, r, c, 2) : w->view.base;
-        ckt_cp_async_16(ckt_smem_tile_ptr(s, r, c), src, (unsigned)valid * 2u);
-    }
-}
-
 /* Issues the async copies of the next k-tile of A and B and moves the windows. */
 CKT_INLINE CKT_DEVICE void gemm_issue_tile(ckt_smem_tile sa, ckt_smem_tile sb, ckt_window2d *wa,
                                            ckt_window2d *wb, int b_nk, int tid)
 {
-    gemm_load_tile_async(sa, wa, GEMM_BM, GEMM_BK, tid);
+    ckt_smem_tile_load_async(sa, wa, GEMM_BM, GEMM_BK, GEMM_THREADS, tid);
     if (b_nk)
-        gemm_load_tile_async(sb, wb, GEMM_BN, GEMM_BK, tid);
+        ckt_smem_tile_load_async(sb, wb, GEMM_BN, GEMM_BK, GEMM_THREADS, tid);
     else
-        gemm_load_tile_async(sb, wb, GEMM_BK, GEMM_BN, tid);
+        ckt_smem_tile_load_async(sb, wb, GEMM_BK, GEMM_BN, GEMM_THREADS, tid);
     ckt_window2d_move(wa, 0, GEMM_BK);
     ckt_window2d_move(wb, b_nk ? 0 : GEMM_BK, b_nk ? GEMM_BK : 0);
 }
