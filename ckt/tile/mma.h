@@ -165,6 +165,18 @@ CKT_INLINE CKT_DEVICE void ckt_warp_load_a(uint32_t *a, ckt_smem_tile s, int row
                             ckt_smem_tile_ptr(s, row0 + mi * 16 + (lane & 15), k0 + ki * 16 + 8 * (lane >> 4)));
 }
 
+/* The 4 registers of one ldmatrix.x4 over a 16(k) x 16(n) block of B are the
+ * fragments of two n8 tiles: r[0], r[1] for tile 2 nj, r[2], r[3] for 2 nj + 1
+ * (register layout of ckt_warp_load_b_nk / _kn). */
+CKT_INLINE CKT_DEVICE void ckt__warp_put_b_pair(uint32_t *b, const uint32_t r[4], int ki, int nj, int WN)
+{
+    uint32_t *lo = &b[(ki * (WN / 8) + 2 * nj) * 2];
+    lo[0] = r[0];
+    lo[1] = r[1];
+    lo[2] = r[2];
+    lo[3] = r[3];
+}
+
 /* b[] <- B[k0 .. +WK][n0 .. +WN] read from an [n][k] shared tile (B^T stored
  * row-major). Layout: for each k16 step ki and n8 tile ni: 2 registers at
  * b[(ki * (WN/8) + ni) * 2]. One ldmatrix.x4 per 16(n) x 16(k) block yields two
@@ -180,11 +192,7 @@ CKT_INLINE CKT_DEVICE void ckt_warp_load_b_nk(uint32_t *b, ckt_smem_tile s, int 
             uint32_t r[4];
             ckt_ldmatrix_x4(r, ckt_smem_tile_ptr(s, n0 + nj * 16 + (lane & 7) + 8 * (lane >> 4),
                                                  k0 + ki * 16 + 8 * ((lane >> 3) & 1)));
-            uint32_t *lo = &b[(ki * (WN / 8) + 2 * nj) * 2], *hi = lo + 2;
-            lo[0] = r[0];
-            lo[1] = r[1];
-            hi[0] = r[2];
-            hi[1] = r[3];
+            ckt__warp_put_b_pair(b, r, ki, nj, WN);
         }
 }
 
@@ -202,11 +210,7 @@ CKT_INLINE CKT_DEVICE void ckt_warp_load_b_kn(uint32_t *b, ckt_smem_tile s, int 
             uint32_t r[4];
             ckt_ldmatrix_x4_trans(r, ckt_smem_tile_ptr(s, k0 + ki * 16 + (lane & 7) + 8 * ((lane >> 3) & 1),
                                                        n0 + nj * 16 + 8 * (lane >> 4)));
-            uint32_t *lo = &b[(ki * (WN / 8) + 2 * nj) * 2], *hi = lo + 2;
-            lo[0] = r[0];
-            lo[1] = r[1];
-            hi[0] = r[2];
-            hi[1] = r[3];
+            ckt__warp_put_b_pair(b, r, ki, nj, WN);
         }
 }
 
@@ -275,6 +279,16 @@ CKT_INLINE CKT_HOST_DEVICE void ckt_warp_acc_coord(int *row, int *col, int i, in
     *col = (tile % tiles_n) * 32 + (lane & 31);
 }
 
+/* The MFMA operand of one 32-row tile and k8 step whose k runs along the
+ * shared rows (A as [m][k], B as [n][k]): lane l reads the 8 bytes of row
+ * row0 + l%32 at column k0 + 4 (l/32), i.e. {k, k+1}, {k+2, k+3}. */
+CKT_INLINE CKT_DEVICE void ckt__mfma_read_k4(uint32_t *dst, ckt_smem_tile s, int row0, int k0, int lane)
+{
+    const uint32_t *src = (const uint32_t *)ckt_smem_tile_ptr(s, row0 + (lane & 31), k0 + 4 * (lane >> 5));
+    dst[0] = src[0];
+    dst[1] = src[1];
+}
+
 /* a[] <- A[row0 .. +WM][k0 .. +WK] of a row-major [m][k] shared tile: one
  * 8-byte LDS read per (m32 tile mi, k8 step ki), at a[(mi * (WK/8) + ki) * 2]. */
 CKT_INLINE CKT_DEVICE void ckt_warp_load_a(uint32_t *a, ckt_smem_tile s, int row0, int k0, int WM,
@@ -285,10 +299,7 @@ CKT_INLINE CKT_DEVICE void ckt_warp_load_a(uint32_t *a, ckt_smem_tile s, int row
     for (int mi = 0; mi < WM / 32; mi++)
         CKT_UNROLL
         for (int ki = 0; ki < WK / 8; ki++) {
-            const uint32_t *src = (const uint32_t *)ckt_smem_tile_ptr(
-                s, row0 + mi * 32 + (lane & 31), k0 + ki * 8 + 4 * (lane >> 5));
-            a[(mi * (WK / 8) + ki) * 2] = src[0];
-            a[(mi * (WK / 8) + ki) * 2 + 1] = src[1];
+            ckt__mfma_read_k4(&a[(mi * (WK / 8) + ki) * 2], s, row0 + mi * 32, k0 + ki * 8, lane);
         }
 }
 
@@ -302,10 +313,7 @@ CKT_INLINE CKT_DEVICE void ckt_warp_load_b_nk(uint32_t *b, ckt_smem_tile s, int 
     for (int ki = 0; ki < WK / 8; ki++)
         CKT_UNROLL
         for (int ni = 0; ni < WN / 32; ni++) {
-            const uint32_t *src = (const uint32_t *)ckt_smem_tile_ptr(
-                s, n0 + ni * 32 + (lane & 31), k0 + ki * 8 + 4 * (lane >> 5));
-            b[(ki * (WN / 32) + ni) * 2] = src[0];
-            b[(ki * (WN / 32) + ni) * 2 + 1] = src[1];
+            ckt__mfma_read_k4(&b[(ki * (WN / 32) + ni) * 2], s, n0 + ni * 32, k0 + ki * 8, lane);
         }
 }
 
