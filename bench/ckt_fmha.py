@@ -30,10 +30,10 @@ _i32, _i64, _f32, _ptr = ctypes.c_int, ctypes.c_int64, ctypes.c_float, ctypes.c_
 class FwdArgs(ctypes.Structure):
     """ckt_fmha_fwd_args, in the order and with the types of ckt/fmha/args.h."""
     _fields_ = [
-        ("dtype", _i32),  # enum
         ("q", _ptr), ("k", _ptr), ("v", _ptr),
         ("o", _ptr),
         ("lse", _ptr),
+        ("dtype", _i32),  # enum
         ("batch", _i32), ("nhead_q", _i32), ("nhead_k", _i32),
         ("seqlen_q", _i32), ("seqlen_k", _i32),
         ("hdim_q", _i32), ("hdim_v", _i32),

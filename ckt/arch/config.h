@@ -100,6 +100,17 @@ CKT_INLINE ckt_dim3 ckt_dim3_make(unsigned x, unsigned y, unsigned z)
 #define CKT_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
 #endif
 
+/* The zero initializer of any ckt struct, in C and C++ alike:
+ *   ckt_fmha_fwd_args a = CKT_ZERO_INIT;
+ * {0} in C (gcc and clang exempt it from -Wmissing-field-initializers), {} in
+ * C++ (value-initialization: no warning, and valid whatever the first member's
+ * type, an enum included). */
+#ifdef __cplusplus
+#define CKT_ZERO_INIT {}
+#else
+#define CKT_ZERO_INIT {0}
+#endif
+
 /* ceil(a / b) for positive b. */
 #define CKT_CEIL_DIV(a, b) (((a) + (b)-1) / (b))
 

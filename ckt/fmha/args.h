@@ -34,12 +34,22 @@
  *
  * Zero-valued fields mean the default: scale 0 -> 1/sqrt(hdim_q); softcap
  * 0 -> none; mask CKT_MASK_NONE.
+ *
+ * Zero-initialization, the one idiom for every ckt argument struct, in C and
+ * in C++ (gcc, g++, nvcc, hipcc, with -Wall -Wextra):
+ *
+ *   ckt_fmha_fwd_args a = CKT_ZERO_INIT;     // then set the fields you need
+ *
+ * (CKT_ZERO_INIT is {0} in C and {} in C++: ckt/arch/config.h. A plain {0}
+ * also compiles in C++, since no argument struct starts with an enum, but g++
+ * and clang warn about it under -Wextra.)
  */
 #ifndef CKT_FMHA_ARGS_H
 #define CKT_FMHA_ARGS_H
 
 #include "ckt/host/dtype.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef enum ckt_fmha_mask {
@@ -51,10 +61,10 @@ typedef enum ckt_fmha_mask {
 } ckt_fmha_mask;
 
 typedef struct ckt_fmha_fwd_args {
-    ckt_dtype dtype; /* CKT_F16 or CKT_BF16: q, k, v, o */
     const void *q, *k, *v;
     void *o;
-    float *lse; /* optional */
+    float *lse;      /* optional */
+    ckt_dtype dtype; /* CKT_F16 or CKT_BF16: q, k, v, o */
 
     int batch, nhead_q, nhead_k;
     int seqlen_q, seqlen_k; /* batch mode: exact; group mode: max over entries */
@@ -75,6 +85,67 @@ typedef struct ckt_fmha_fwd_args {
     ckt_fmha_mask mask;
     int window_left, window_right; /* window masks; < 0 = unlimited */
 } ckt_fmha_fwd_args;
+
+/* >>backward: ckt_fmha_bwd_args
+ *
+ * The gradients of the forward above, given its inputs, its output O, the
+ * output's gradient dO and the forward's LSE (natural log, as the forward
+ * writes it with lse != NULL):
+ *
+ *   D[b][h][i]  = sum_d dO[b][h][i][d] * O[b][h][i][d]                     (dot_do_o)
+ *   P           = exp(S - LSE)      S: the forward's masked, soft-capped, scaled logits
+ *   dV[b][hk]   = sum over the query heads h of kv head hk:  P^T dO
+ *   dP          = dO V^T,   dS = P * (dP - D)  (* (1 - tanh^2) with a soft-cap)
+ *   dK[b][hk]   = scale * sum over h: dS^T Q,    dQ = scale * dS K
+ *
+ * Shapes, layouts, masks, group mode, GQA, scale and soft-cap are those of
+ * ckt_fmha_fwd_args, field by field (same names, same meaning); do / dq / dk
+ * / dv have their own strides (dq like q, dk like k, dv like v, do like o).
+ * Outputs are written for logical rows only: in group mode rows past an
+ * entry's logical length (padding) are left untouched; an entry with
+ * seqlen_q = 0 gets dK = dV = 0 over its logical keys.
+ *
+ * workspace: device memory of at least the planner's size
+ * (ckt/fmha/workspace.h), prepared for this call by ckt_fmha_bwd_prepare or
+ * ckt_fmha_bwd_prepare_async (the dispatcher's ckt_fmha_bwd does both when
+ * given no plan). The caller never sees the accumulator layout.
+ *
+ * deterministic = 1: dQ, dK, dV are bitwise identical from run to run (no
+ * floating-point atomics; a persistent grid with a fixed partition).
+ */
+typedef struct ckt_fmha_bwd_args {
+    const void *q, *k, *v, *o, *dout; /* dout: dO (do is a C keyword) */
+    const float *lse;                 /* required: the forward's LSE */
+    void *dq, *dk, *dv;
+    ckt_dtype dtype; /* CKT_F16 or CKT_BF16: every tensor but lse */
+
+    int batch, nhead_q, nhead_k;
+    int seqlen_q, seqlen_k; /* batch mode: exact; group mode: max over entries */
+    int hdim_q, hdim_v;
+
+    int64_t q_stride_b, q_stride_h, q_stride_s;
+    int64_t k_stride_b, k_stride_h, k_stride_s;
+    int64_t v_stride_b, v_stride_h, v_stride_s;
+    int64_t o_stride_b, o_stride_h, o_stride_s;
+    int64_t do_stride_b, do_stride_h, do_stride_s;
+    int64_t dq_stride_b, dq_stride_h, dq_stride_s;
+    int64_t dk_stride_b, dk_stride_h, dk_stride_s;
+    int64_t dv_stride_b, dv_stride_h, dv_stride_s;
+    int64_t lse_stride_b, lse_stride_h;
+
+    int group_mode;
+    const int32_t *seqstart_q, *seqstart_k;     /* group mode, device, batch + 1 */
+    const int32_t *seqlen_q_ptr, *seqlen_k_ptr; /* optional logical lengths, device */
+
+    float scale;   /* 0: 1/sqrt(hdim_q) */
+    float softcap; /* 0: none */
+    ckt_fmha_mask mask;
+    int window_left, window_right;
+
+    int deterministic;
+    void *workspace;        /* device, prepared (ckt/fmha/workspace.h) */
+    size_t workspace_bytes; /* its size, checked against the plan's need */
+} ckt_fmha_bwd_args;
 
 /* The window bounds a mask implies (left, right; -1 = unlimited) and whether
  * it is aligned bottom-right. */

@@ -2,7 +2,7 @@
  * (lib/fmha/) compiles a set of instances and ckt_fmha_fwd picks one from the
  * arguments. C ABI: callable from C, C++, and Python through ctypes.
  *
- *   ckt_fmha_fwd_args a = {0};             // ckt/fmha/args.h; device pointers
+ *   ckt_fmha_fwd_args a = CKT_ZERO_INIT;   // ckt/fmha/args.h; device pointers
  *   a.dtype = CKT_BF16; a.q = q; ...
  *   ckt_status s = ckt_fmha_fwd(&a, stream);
  *   if (s != CKT_SUCCESS) fprintf(stderr, "%s\n", ckt_fmha_last_error());
@@ -23,6 +23,7 @@
 #define CKT_FMHA_DISPATCH_H
 
 #include "ckt/fmha/args.h"
+#include "ckt/fmha/workspace.h"
 #include "ckt/host/runtime.h"
 #include "ckt/host/status.h"
 
@@ -57,10 +58,55 @@ const ckt_fmha_fwd_instance *ckt_fmha_fwd_instance_at(int i);
 const char *ckt_fmha_last_error(void);
 const char *ckt_fmha_status_string(int status);
 
+/* >>backward (ckt/fmha/bwd_body.h instances; workspace: ckt/fmha/workspace.h)
+ *
+ *   ckt_fmha_bwd_traits t = CKT_ZERO_INIT;  t.batch = ...;
+ *   ckt_fmha_bwd_plan plan;
+ *   ckt_fmha_bwd_plan_init(&plan, &t);                 // picks the instance
+ *   void *ws; ckt_rt_malloc(&ws, ckt_fmha_bwd_workspace_upper_bound(&plan));
+ *   a.workspace = ws; a.workspace_bytes = ...;
+ *   ckt_fmha_bwd_prepare_async(&plan, &a, staging, stream);   // or ckt_fmha_bwd_prepare
+ *   ckt_fmha_bwd_run(&plan, &a, stream);               // dot_do_o, dq_dk_dv, convert_dq
+ *
+ * or, in one call that plans and prepares synchronously (group mode: reads
+ * the seqstarts back, which waits for the stream):
+ *   a.workspace = ws; a.workspace_bytes = ckt_fmha_bwd_workspace_bytes(&a);
+ *   ckt_fmha_bwd(&a, stream);
+ *
+ * Instances, fp16 and bf16 each: the forward's head-dim pairs. */
+typedef struct ckt_fmha_bwd_instance {
+    const char *name;
+    ckt_dtype dtype;
+    int hdim, hdim_v;
+    int block_m, block_n, blocks_per_mp; /* the dq_dk_dv tile and occupancy */
+    int (*fits)(const ckt_fmha_bwd_args *a);
+    ckt_status (*run)(const ckt_fmha_bwd_plan *plan, const ckt_fmha_bwd_args *a, ckt_stream stream);
+} ckt_fmha_bwd_instance;
+
+/* Plans for traits t: picks the instance (head dims, dtype) and fills plan. */
+ckt_status ckt_fmha_bwd_plan_init(ckt_fmha_bwd_plan *plan, const ckt_fmha_bwd_traits *t);
+
+/* Runs the three stages on a workspace prepared for plan. */
+ckt_status ckt_fmha_bwd_run(const ckt_fmha_bwd_plan *plan, const ckt_fmha_bwd_args *a, ckt_stream stream);
+
+/* Plans from a's fields (max lengths seqlen_q / seqlen_k, the device's
+ * multiprocessors), prepares a->workspace synchronously and runs. */
+ckt_status ckt_fmha_bwd(const ckt_fmha_bwd_args *a, ckt_stream stream);
+
+/* The workspace ckt_fmha_bwd needs for a (the plan's upper bound; no lengths
+ * read), or 0 when a cannot be planned (ckt_fmha_last_error() says why). */
+size_t ckt_fmha_bwd_workspace_bytes(const ckt_fmha_bwd_args *a);
+
+/* The backward instance ckt_fmha_bwd_plan_init would pick, or NULL; and the
+ * i-th compiled one. */
+const ckt_fmha_bwd_instance *ckt_fmha_bwd_select(const ckt_fmha_bwd_traits *t);
+const ckt_fmha_bwd_instance *ckt_fmha_bwd_instance_at(int i);
+
 /* ABI check for bindings: the offset of a field of ckt_fmha_fwd_args in this
  * library's build ("sizeof" gives the struct size), (size_t)-1 for an unknown
  * name. bench/ckt_fmha.py compares it with its ctypes Structure. */
 size_t ckt_fmha_fwd_args_offset(const char *field);
+size_t ckt_fmha_bwd_args_offset(const char *field);
 
 #ifdef __cplusplus
 }
