@@ -165,6 +165,22 @@ CKT_INLINE CKT_DEVICE void ckt_warp_load_a(uint32_t *a, ckt_smem_tile s, int row
                             ckt_smem_tile_ptr(s, row0 + mi * 16 + (lane & 15), k0 + ki * 16 + 8 * (lane >> 4)));
 }
 
+/* a[] <- A[m0 .. +WM][k0 .. +WK] read from a [k][m] shared tile (A^T stored
+ * row-major, e.g. dS^T in the attention backward) with ldmatrix.trans; same
+ * register layout as ckt_warp_load_a. Matrix q = l/8 of the x4 is A's 8x8
+ * block (m 8(q%2), k 8(q/2)): lane l gives stored row k = 8(q/2) + l%8,
+ * column m = 8(q%2); .trans hands lane (g, t) A[g][2t], A[g][2t+1]. */
+CKT_INLINE CKT_DEVICE void ckt_warp_load_a_km(uint32_t *a, ckt_smem_tile s, int k0, int m0, int WM, int WK)
+{
+    int lane = (int)ckt_lane_id(), q = lane >> 3;
+    CKT_UNROLL
+    for (int mi = 0; mi < WM / 16; mi++)
+        CKT_UNROLL
+        for (int ki = 0; ki < WK / 16; ki++)
+            ckt_ldmatrix_x4_trans(&a[(mi * (WK / 16) + ki) * 4],
+                                  ckt_smem_tile_ptr(s, k0 + ki * 16 + 8 * (q >> 1) + (lane & 7), m0 + mi * 16 + 8 * (q & 1)));
+}
+
 /* The 4 registers of one ldmatrix.x4 over a 16(k) x 16(n) block of B are the
  * fragments of two n8 tiles: r[0], r[1] for tile 2 nj, r[2], r[3] for 2 nj + 1
  * (register layout of ckt_warp_load_b_nk / _kn). */
@@ -303,6 +319,30 @@ CKT_INLINE CKT_DEVICE void ckt_warp_load_a(uint32_t *a, ckt_smem_tile s, int row
         }
 }
 
+/* The MFMA operand of one 32-wide tile and k8 step whose k runs down the
+ * shared rows (A as [k][m], B as [k][n]): lane l gathers rows k0 + 4 (l/32)
+ * .. +3 of column col0 + l%32 with 2-byte reads. */
+CKT_INLINE CKT_DEVICE void ckt__mfma_gather_k4(uint32_t *dst, ckt_smem_tile s, int k0, int col0, int lane)
+{
+    int k = k0 + 4 * (lane >> 5), c = col0 + (lane & 31);
+    uint32_t e0 = *ckt_smem_tile_ptr(s, k, c), e1 = *ckt_smem_tile_ptr(s, k + 1, c);
+    uint32_t e2 = *ckt_smem_tile_ptr(s, k + 2, c), e3 = *ckt_smem_tile_ptr(s, k + 3, c);
+    dst[0] = e0 | (e1 << 16);
+    dst[1] = e2 | (e3 << 16);
+}
+
+/* a[] <- A[m0 .. +WM][k0 .. +WK] from a [k][m] shared tile (A^T stored
+ * row-major); same register layout as ckt_warp_load_a. */
+CKT_INLINE CKT_DEVICE void ckt_warp_load_a_km(uint32_t *a, ckt_smem_tile s, int k0, int m0, int WM, int WK)
+{
+    int lane = (int)ckt_lane_id();
+    CKT_UNROLL
+    for (int mi = 0; mi < WM / 32; mi++)
+        CKT_UNROLL
+        for (int ki = 0; ki < WK / 8; ki++)
+            ckt__mfma_gather_k4(&a[(mi * (WK / 8) + ki) * 2], s, k0 + ki * 8, m0 + mi * 32, lane);
+}
+
 /* b[] <- B[k0 .. +WK][n0 .. +WN] from an [n][k] shared tile: contiguous k, one
  * 8-byte read per (k8 step ki, n32 tile ni), at b[(ki * (WN/32) + ni) * 2]. */
 CKT_INLINE CKT_DEVICE void ckt_warp_load_b_nk(uint32_t *b, ckt_smem_tile s, int n0, int k0, int WK,
@@ -326,13 +366,8 @@ CKT_INLINE CKT_DEVICE void ckt_warp_load_b_kn(uint32_t *b, ckt_smem_tile s, int 
     CKT_UNROLL
     for (int ki = 0; ki < WK / 8; ki++)
         CKT_UNROLL
-        for (int ni = 0; ni < WN / 32; ni++) {
-            int k = k0 + ki * 8 + 4 * (lane >> 5), n = n0 + ni * 32 + (lane & 31);
-            uint32_t e0 = *ckt_smem_tile_ptr(s, k, n), e1 = *ckt_smem_tile_ptr(s, k + 1, n);
-            uint32_t e2 = *ckt_smem_tile_ptr(s, k + 2, n), e3 = *ckt_smem_tile_ptr(s, k + 3, n);
-            b[(ki * (WN / 32) + ni) * 2] = e0 | (e1 << 16);
-            b[(ki * (WN / 32) + ni) * 2 + 1] = e2 | (e3 << 16);
-        }
+        for (int ni = 0; ni < WN / 32; ni++)
+            ckt__mfma_gather_k4(&b[(ki * (WN / 32) + ni) * 2], s, k0 + ki * 8, n0 + ni * 32, lane);
 }
 
 /* acc[WM x WN] += A[WM x WK] * B[WK x WN]; bf16 selects bf16 inputs. */
@@ -356,5 +391,39 @@ CKT_INLINE CKT_DEVICE void ckt_warp_mma(float *acc, const uint32_t *a, const uin
 }
 
 #endif /* CKT_HAS_MMA_SYNC / CKT_HAS_MFMA */
+#if defined(CKT_HAS_MMA_SYNC) || defined(CKT_HAS_MFMA)
+
+/* >>accumulators to shared memory (either instruction) */
+
+/* s[row0 + r][col0 + c] <- the WM x WN fp32 accumulator acc of this lane,
+ * scaled by mul and rounded to fp16 / bf16 (bf16 != 0): how a warp hands an
+ * MMA result to the next MMA of another warp layout (attention backward: P^T,
+ * dS^T) or to a vectorized store. mma.sync: register pairs are adjacent
+ * columns, stored as one 32-bit word; MFMA: one 16-bit store each. */
+CKT_INLINE CKT_DEVICE void ckt_warp_store_acc_b16(ckt_smem_tile s, const float *acc, int row0, int col0, int WM,
+                                                  int WN, float mul, int bf16)
+{
+    int lane = (int)ckt_lane_id();
+#if CKT_WARP_ACC_PAIRS
+    CKT_UNROLL
+    for (int i = 0; i < CKT_WARP_ACC_REGS(WM, WN); i += 2) {
+        int r, c;
+        ckt_warp_acc_coord(&r, &c, i, lane, WM, WN);
+        const float x0 = acc[i] * mul, x1 = acc[i + 1] * mul;
+        *(uint32_t *)ckt_smem_tile_ptr(s, row0 + r, col0 + c) = bf16 ? ckt_pack2_bf16(x0, x1) : ckt_pack2_f16(x0, x1);
+    }
+#else
+    CKT_UNROLL
+    for (int i = 0; i < CKT_WARP_ACC_REGS(WM, WN); i++) {
+        int r, c;
+        ckt_warp_acc_coord(&r, &c, i, lane, WM, WN);
+        const float x = acc[i] * mul;
+        *ckt_smem_tile_ptr(s, row0 + r, col0 + c) = bf16 ? ckt_bf16_from_f32(x).bits : ckt_f16_from_f32(x).bits;
+    }
+#endif
+}
+
+#endif
+
 
 #endif /* CKT_TILE_MMA_H */
