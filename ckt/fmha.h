@@ -13,11 +13,15 @@
 #include "ckt/fmha/args.h"
 #include "ckt/fmha/dispatch.h" /* ckt_fmha_fwd: the compiled instances of libckt_fmha */
 #include "ckt/fmha/validate.h"
+#include "ckt/fmha/workspace.h" /* the backward's plan and workspace */
 #include "ckt/host.h"
 #include "ckt/host/ref_fmha.h" /* CPU reference, FLOP count, comparison */
 #include "ckt/tile.h"
 
 /* The forward kernel's body file, for `#include CKT_FMHA_FWD_BODY`. */
 #define CKT_FMHA_FWD_BODY "ckt/fmha/fwd_body.h"
+
+/* The backward's (three kernels, a plan and a run), for `#include CKT_FMHA_BWD_BODY`. */
+#define CKT_FMHA_BWD_BODY "ckt/fmha/bwd_body.h"
 
 #endif /* CKT_FMHA_H */
