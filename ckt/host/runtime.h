@@ -6,8 +6,10 @@
  *            ckt_rt_memcpy(dst, src, bytes, CKT_H2D|CKT_D2H|CKT_D2D|CKT_H2H)
  *            ckt_rt_memcpy_async(..., stream) ckt_rt_memset(p, byte, bytes)
  *            ckt_rt_memset_async(..., stream)
+ *            ckt_rt_malloc_host(&p, bytes) ckt_rt_free_host(p)   pinned host memory
  *   streams  ckt_rt_stream_create(&s) ckt_rt_stream_destroy(s)
  *            ckt_rt_stream_synchronize(s) ckt_rt_device_synchronize()
+ *            ckt_rt_launch_host_func(s, fn, user)   fn(user) in stream order
  *            (stream NULL = the default stream)
  *   events   ckt_rt_event_create(&e) ckt_rt_event_destroy(e)
  *            ckt_rt_event_record(e, s) ckt_rt_event_synchronize(e)
@@ -17,7 +19,8 @@
  *
  * On the CPU backend "device" memory is host memory (filled with 0xFF bytes at
  * allocation, as uninitialised GPU memory is garbage), streams are synchronous
- * and events read a monotonic clock.
+ * (a host function runs inside ckt_rt_launch_host_func) and events read a
+ * monotonic clock.
  */
 #ifndef CKT_HOST_RUNTIME_H
 #define CKT_HOST_RUNTIME_H
@@ -176,6 +179,47 @@ static inline ckt_status ckt_rt_memset(void *dst, int byte, size_t bytes)
     return s != CKT_SUCCESS ? s : ckt_rt_stream_synchronize(NULL);
 }
 
+/* Pinned (page-locked) host memory: what an asynchronous copy needs on the host
+ * side to stay asynchronous, and what a host function (ckt_rt_launch_host_func)
+ * reads and writes. cudaMallocHost / hipHostMalloc; plain 256-byte aligned
+ * host memory on the CPU. */
+static inline ckt_status ckt_rt_malloc_host(void **ptr, size_t bytes)
+{
+    if (!ptr)
+        return ckt__fail(CKT_ERROR_NULL_POINTER, "ckt_rt_malloc_host: ptr is NULL");
+    *ptr = NULL;
+    if (bytes == 0)
+        return CKT_SUCCESS;
+#if defined(CKT_BACKEND_CPU)
+    *ptr = aligned_alloc(256, (bytes + 255) / 256 * 256);
+    if (!*ptr)
+        return ckt__fail(CKT_ERROR_OUT_OF_MEMORY, "ckt_rt_malloc_host: %zu bytes", bytes);
+#elif defined(CKT_BACKEND_NVIDIA)
+    CKT__RT(cudaMallocHost(ptr, bytes), "ckt_rt_malloc_host");
+#else
+    CKT__RT(hipHostMalloc(ptr, bytes, hipHostMallocDefault), "ckt_rt_malloc_host");
+#endif
+    return CKT_SUCCESS;
+}
+
+/* Frees ckt_rt_malloc_host memory. Synchronize the streams that use it first,
+ * and never call this from a host function: freeing pinned memory waits for
+ * the device, while the runtime's callback thread holds locks that wait needs
+ * (a deadlock; see ckt_rt_launch_host_func). */
+static inline ckt_status ckt_rt_free_host(void *ptr)
+{
+    if (!ptr)
+        return CKT_SUCCESS;
+#if defined(CKT_BACKEND_CPU)
+    free(ptr);
+#elif defined(CKT_BACKEND_NVIDIA)
+    CKT__RT(cudaFreeHost(ptr), "ckt_rt_free_host");
+#else
+    CKT__RT(hipHostFree(ptr), "ckt_rt_free_host");
+#endif
+    return CKT_SUCCESS;
+}
+
 /* >>streams */
 
 static inline ckt_status ckt_rt_stream_create(ckt_stream *stream)
@@ -216,6 +260,59 @@ static inline ckt_status ckt_rt_device_synchronize(void)
     CKT__RT(cudaDeviceSynchronize(), "ckt_rt_device_synchronize");
 #elif defined(CKT_BACKEND_AMD)
     CKT__RT(hipDeviceSynchronize(), "ckt_rt_device_synchronize");
+#endif
+    return CKT_SUCCESS;
+}
+
+/* >>host functions */
+
+#if defined(CKT_BACKEND_AMD)
+/* ROCm 5.2's libamdhip64 declares hipLaunchHostFunc but does not export it:
+ * hipStreamAddCallback (which blocks later work on the stream until the
+ * callback returns) with a trampoline that carries fn and user. */
+typedef struct ckt__rt_host_call {
+    void (*fn)(void *);
+    void *user;
+} ckt__rt_host_call;
+
+static inline void ckt__rt_host_trampoline(hipStream_t stream, hipError_t status, void *call)
+{
+    ckt__rt_host_call c = *(ckt__rt_host_call *)call;
+    (void)stream;
+    (void)status;
+    free(call); /* C heap, not the runtime's: safe on the callback thread */
+    c.fn(c.user);
+}
+#endif
+
+/* Enqueues fn(user) on stream: it runs on a runtime thread once the work
+ * enqueued before it is done, and the work enqueued after it waits for it to
+ * return (cudaLaunchHostFunc; hipStreamAddCallback on AMD; on the CPU, where
+ * streams are synchronous, fn runs before this returns). fn must not call the
+ * device runtime (no copies, synchronization, allocation or freeing of device
+ * or pinned memory): the callback thread holds runtime locks, and e.g. a
+ * pinned free there deadlocks against the application's threads. CUDA skips
+ * fn when the context has met an error. */
+static inline ckt_status ckt_rt_launch_host_func(ckt_stream stream, void (*fn)(void *), void *user)
+{
+    if (!fn)
+        return ckt__fail(CKT_ERROR_NULL_POINTER, "ckt_rt_launch_host_func: fn is NULL");
+#if defined(CKT_BACKEND_CPU)
+    (void)stream;
+    fn(user);
+#elif defined(CKT_BACKEND_NVIDIA)
+    CKT__RT(cudaLaunchHostFunc((cudaStream_t)stream, fn, user), "ckt_rt_launch_host_func");
+#else
+    ckt__rt_host_call *c = (ckt__rt_host_call *)malloc(sizeof *c);
+    if (!c)
+        return ckt__fail(CKT_ERROR_OUT_OF_MEMORY, "ckt_rt_launch_host_func");
+    c->fn = fn;
+    c->user = user;
+    hipError_t e = hipStreamAddCallback((hipStream_t)stream, ckt__rt_host_trampoline, c, 0);
+    if (e != hipSuccess) {
+        free(c);
+        return ckt__fail(CKT_ERROR_RUNTIME, "ckt_rt_launch_host_func: %s", hipGetErrorString(e));
+    }
 #endif
     return CKT_SUCCESS;
 }
