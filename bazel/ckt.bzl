@@ -2,7 +2,11 @@
 
 The backend is chosen with --config=cpu|nvidia|amd (see .bazelrc), which sets
 --define=ckt_backend=... and so the config_settings //bazel:cpu, //bazel:nvidia
-and //bazel:amd.
+and //bazel:amd. No --define=ckt_backend at all builds for cpu.
+
+Every label below is made with Label() here, so it names the ckt repository both
+when ckt is the main workspace and when it is an external one (`@ckt`, loaded
+from another project as `@ckt//bazel:ckt.bzl`; see README.md).
 
 * cpu    : the sources are ordinary cc_binary / cc_test targets built by gcc; the
            kernels run on the CPU SIMT emulator (ckt/arch/cpu.h).
@@ -24,21 +28,37 @@ _HIPCC = "/usr/bin/hipcc"
 NVIDIA_ARCHS = ["80", "90a"]
 AMD_ARCHS = ["gfx90a", "gfx940"]
 
+# Labels of this repository, resolved where this file lives (not in the BUILD
+# file that calls a macro): "//bazel:cpu" in ckt itself, "@ckt//bazel:cpu" in a
+# project that names ckt `@ckt`. Strings, because select() keys and the macros'
+# deps take strings.
+def _ckt_label(label):
+    return str(Label(label))
+
+_CKT = _ckt_label("//:ckt")
+_GTEST_MAIN = _ckt_label("@gtest//:gtest_main")
+_NVIDIA = _ckt_label("//bazel:nvidia")
+_AMD = _ckt_label("//bazel:amd")
+_INCOMPATIBLE = _ckt_label("//bazel:incompatible")
+_DEFAULT = "//conditions:default"
+
+# cpu is also the backend when no --define=ckt_backend is given.
 CPU_ONLY = select({
-    "//bazel:cpu": [],
-    "//conditions:default": ["//bazel:incompatible"],
+    _NVIDIA: [_INCOMPATIBLE],
+    _AMD: [_INCOMPATIBLE],
+    _DEFAULT: [],
 })
 
 GPU_ONLY = select({
-    "//bazel:nvidia": [],
-    "//bazel:amd": [],
-    "//conditions:default": ["//bazel:incompatible"],
+    _NVIDIA: [],
+    _AMD: [],
+    _DEFAULT: [_INCOMPATIBLE],
 })
 
 BACKEND = select({
-    "//bazel:nvidia": "nvidia",
-    "//bazel:amd": "amd",
-    "//conditions:default": "cpu",
+    _NVIDIA: "nvidia",
+    _AMD: "amd",
+    _DEFAULT: "cpu",
 })
 
 # Warnings every ckt source compiles cleanly with on gcc.
@@ -209,7 +229,7 @@ def ckt_kernel_binary(name, srcs, deps = [], copts = [], defines = [], **kwargs)
     native.cc_binary(
         name = name,
         srcs = srcs,
-        deps = deps + ["//:ckt"],
+        deps = deps + [_CKT],
         copts = CKT_COPTS + (CKT_CONLYOPTS if conly else []) + copts,
         defines = defines,
         linkopts = ["-lpthread", "-lm"],
@@ -219,7 +239,7 @@ def ckt_kernel_binary(name, srcs, deps = [], copts = [], defines = [], **kwargs)
     ckt_gpu_binary(
         name = name + "_gpu",
         srcs = srcs,
-        deps = deps + ["//:ckt"],
+        deps = deps + [_CKT],
         copts = copts,
         defines = defines,
         backend = BACKEND,
@@ -239,7 +259,7 @@ def ckt_kernel_test(name, srcs, deps = [], copts = [], defines = [], size = "sma
         native.cc_test(
             name = name if profile == "nv" else name + "_" + profile,
             srcs = srcs,
-            deps = deps + ["//:ckt", "@gtest//:gtest_main"],
+            deps = deps + [_CKT, _GTEST_MAIN],
             copts = CKT_COPTS + copts,
             defines = defines + (["CKT_CPU_PROFILE_CDNA"] if profile == "cdna" else []),
             size = size,
@@ -252,7 +272,7 @@ def ckt_kernel_test(name, srcs, deps = [], copts = [], defines = [], size = "sma
     ckt_gpu_binary(
         name = name + "_gpu",
         srcs = srcs,
-        deps = deps + ["//:ckt", "@gtest//:gtest_main"],
+        deps = deps + [_CKT, _GTEST_MAIN],
         copts = copts,
         defines = defines,
         backend = BACKEND,
