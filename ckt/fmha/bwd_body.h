@@ -1,0 +1,694 @@
+/* ckt/fmha/bwd_body.h — the FMHA backward, instantiated by define-then-include:
+ *
+ *   #include "ckt/fmha.h"
+ *   #define CKT_FMHA_NAME    my_attn_bwd_d128_bf16   (required) prefix of what is defined
+ *   #define CKT_FMHA_DTYPE   CKT_BF16                (required) CKT_F16 or CKT_BF16
+ *   #define CKT_FMHA_HDIM    128                     (required) q/k head dim: 32..256, multiple of 32
+ *   #define CKT_FMHA_HDIM_V  128                     (optional, default HDIM) v/o head dim
+ *   #include CKT_FMHA_BWD_BODY
+ *
+ * defines
+ *   ckt_status NAME_plan(ckt_fmha_bwd_plan *plan, const ckt_fmha_bwd_traits *t);
+ *   ckt_status NAME_run(const ckt_fmha_bwd_plan *plan, const ckt_fmha_bwd_args *a, ckt_stream s);
+ *   int        NAME_fits(const ckt_fmha_bwd_args *a);
+ * and the kernels NAME_dot_do_o_kernel, NAME_dq_dk_dv_kernel and
+ * NAME_convert_dq_kernel, then #undefs the parameters (several instances per
+ * translation unit are fine). Arguments: ckt_fmha_bwd_args (ckt/fmha/args.h);
+ * workspace: ckt/fmha/workspace.h (NAME_plan, then ckt_fmha_bwd_prepare or
+ * _prepare_async, then NAME_run).
+ *
+ * The algorithm is FlashAttention-2's backward. Three stages:
+ *   1. dot_do_o:   D[b][h][i] = dO[i] . O[i]; zeroes the dQ accumulator.
+ *   2. dq_dk_dv:   a work unit is (batch entry b, kv head hk, key tile of BN
+ *                  keys). Its block keeps K and V of the tile in shared memory
+ *                  and dK, dV in registers, and walks every query head of hk
+ *                  and every query tile of BM rows the mask lets see the keys:
+ *                    S^T  = K Q^T              (recomputed logits)
+ *                    P^T  = exp2(S^T * log2e*scale - LSE*log2e)   (0 where masked)
+ *                    dP^T = V dO^T
+ *                    dS^T = P^T * (dP^T - D)   (* (1 - tanh^2) with a soft-cap)
+ *                    dV  += P^T dO,  dK += dS^T Q,  dQ_acc += dS K
+ *                  P^T and dS^T go through shared memory (each product has
+ *                  its own warp layout). dK is scaled once at the end.
+ *   3. convert_dq: dQ = scale * sum of the dQ slots (in order), to fp16/bf16.
+ * Deterministic mode: a persistent grid whose blocks own contiguous unit
+ * ranges (the plan's partition); a block adds its dQ contributions to its own
+ * slot without atomics. Otherwise one block per unit, dQ by fp32 atomics.
+ */
+
+/* >>parameters */
+#ifndef CKT_FMHA_NAME
+#error "ckt/fmha/bwd_body.h: define CKT_FMHA_NAME (the instance's name prefix) before including the body"
+#endif
+#ifndef CKT_FMHA_DTYPE
+#error "ckt/fmha/bwd_body.h: define CKT_FMHA_DTYPE as CKT_F16 or CKT_BF16"
+#endif
+#ifndef CKT_FMHA_HDIM
+#error "ckt/fmha/bwd_body.h: define CKT_FMHA_HDIM (32, 64, 96, 128, 192 or 256)"
+#endif
+#ifndef CKT_FMHA_HDIM_V
+#define CKT_FMHA_HDIM_V CKT_FMHA_HDIM
+#endif
+
+#include "ckt/fmha/args.h"
+#include "ckt/fmha/mask.h"
+#include "ckt/fmha/seqlen.h"
+#include "ckt/fmha/validate.h"
+#include "ckt/fmha/workspace.h"
+#include "ckt/host/runtime.h"
+#include "ckt/tile/mma.h"
+#include "ckt/tile/pipeline.h"
+#include "ckt/tile/view.h"
+
+#include <math.h>
+
+#define CKT__FB_CAT2(a, b) a##b
+#define CKT__FB_CAT(a, b) CKT__FB_CAT2(a, b)
+#define CKT__FB_FN(suffix) CKT__FB_CAT(CKT_FMHA_NAME, suffix)
+
+#define CKT__FB_D CKT_FMHA_HDIM
+#define CKT__FB_DV CKT_FMHA_HDIM_V
+#define CKT__FB_BF16 ((CKT_FMHA_DTYPE) == CKT_BF16)
+
+/* >>tile shape
+ * BN keys per work unit, BM query rows per step, W warps. Every product has
+ * its own warp grid (below). Shared memory holds K [BN][D], V [BN][DV], the
+ * Q [BM][D] and dO [BM][DV] tiles (two stages where copies are asynchronous
+ * and they fit), P^T and dS^T [BN][BM], and LSE / D of the BM rows.
+ *   NVIDIA: 8 warps, BN = BM = 64.
+ *   CDNA (64 KiB of LDS, MFMA tiles of 32): head dims <= 64: 4 wavefronts,
+ *   BN = BM = 64; <= 128: 2 wavefronts, BN = 64, BM = 32; <= 192: 1 wavefront,
+ *   BN = BM = 32. Head dim 256 does not fit the LDS: no CDNA instance. */
+#if defined(CKT_HAS_MFMA)
+#define CKT__FB_TM 32 /* MFMA 32x32: rows and columns of a warp tile */
+#define CKT__FB_TN 32
+#define CKT__FB_MAXD (CKT__FB_D > CKT__FB_DV ? CKT__FB_D : CKT__FB_DV)
+#ifndef CKT_FMHA_BWD_WARPS
+#define CKT_FMHA_BWD_WARPS (CKT__FB_MAXD <= 64 ? 4 : CKT__FB_MAXD <= 128 ? 2 : 1)
+#endif
+#ifndef CKT_FMHA_BWD_BLOCK_N
+#define CKT_FMHA_BWD_BLOCK_N (CKT__FB_MAXD <= 128 ? 64 : 32)
+#endif
+#ifndef CKT_FMHA_BWD_BLOCK_M
+#define CKT_FMHA_BWD_BLOCK_M (CKT__FB_MAXD <= 64 ? 64 : 32)
+#endif
+#define CKT__FB_SUPPORTED (CKT__FB_MAXD <= 192)
+#else
+#define CKT__FB_TM 16 /* mma.sync m16; n in pairs of n8 (ldmatrix.x4) */
+#define CKT__FB_TN 16
+#ifndef CKT_FMHA_BWD_WARPS
+#define CKT_FMHA_BWD_WARPS 8
+#endif
+#ifndef CKT_FMHA_BWD_BLOCK_N
+#define CKT_FMHA_BWD_BLOCK_N 64
+#endif
+#ifndef CKT_FMHA_BWD_BLOCK_M
+#define CKT_FMHA_BWD_BLOCK_M 64
+#endif
+#define CKT__FB_SUPPORTED 1
+#endif
+#define CKT__FB_W CKT_FMHA_BWD_WARPS
+#define CKT__FB_T (CKT__FB_W * CKT_WARP_SIZE)
+#define CKT__FB_BN CKT_FMHA_BWD_BLOCK_N
+#define CKT__FB_BM CKT_FMHA_BWD_BLOCK_M
+/* dQ is computed in column chunks of at most 128 (registers) */
+#define CKT__FB_QC (CKT__FB_D > 128 ? 128 : CKT__FB_D)
+
+/* Warp grid of an M x N product over W warps: as many warps along M as its
+ * tiles allow, then along N (a divisor of N's tiles); warps past the grid
+ * idle in that product. */
+#define CKT__FB_GM(M) ((M) / CKT__FB_TM < CKT__FB_W ? (M) / CKT__FB_TM : CKT__FB_W)
+#define CKT__FB_GN_CAP(M) (CKT__FB_W / CKT__FB_GM(M))
+#define CKT__FB_GN(M, N)                                                                                     \
+    (((N) / CKT__FB_TN) % 8 == 0 && CKT__FB_GN_CAP(M) >= 8   ? 8                                           \
+     : ((N) / CKT__FB_TN) % 4 == 0 && CKT__FB_GN_CAP(M) >= 4 ? 4                                           \
+     : ((N) / CKT__FB_TN) % 2 == 0 && CKT__FB_GN_CAP(M) >= 2 ? 2                                           \
+                                                             : 1)
+
+/* shared memory, 16-bit elements, rows padded by 16 bytes (CKT_SMEM_PADDED) */
+#define CKT__FB_K_ELEMS CKT_SMEM_ELEMS(CKT_SMEM_PADDED, CKT__FB_BN, CKT__FB_D, 2)
+#define CKT__FB_V_ELEMS CKT_SMEM_ELEMS(CKT_SMEM_PADDED, CKT__FB_BN, CKT__FB_DV, 2)
+#define CKT__FB_Q_ELEMS CKT_SMEM_ELEMS(CKT_SMEM_PADDED, CKT__FB_BM, CKT__FB_D, 2)
+#define CKT__FB_DO_ELEMS CKT_SMEM_ELEMS(CKT_SMEM_PADDED, CKT__FB_BM, CKT__FB_DV, 2)
+#define CKT__FB_P_ELEMS CKT_SMEM_ELEMS(CKT_SMEM_PADDED, CKT__FB_BN, CKT__FB_BM, 2)
+#define CKT__FB_ROWS_ELEMS (4 * CKT__FB_BM) /* LSE and D, fp32, as 16-bit units */
+#define CKT__FB_STAGE_ELEMS (CKT__FB_Q_ELEMS + CKT__FB_DO_ELEMS + CKT__FB_ROWS_ELEMS)
+#define CKT__FB_FIXED_ELEMS (CKT__FB_K_ELEMS + CKT__FB_V_ELEMS + 2 * CKT__FB_P_ELEMS)
+/* Q/dO stages: 2 where copies are asynchronous and two fit in 160 KiB (the
+ * sm_80 opt-in limit is 163 KiB), else 1 */
+#if defined(CKT_HAS_CP_ASYNC)
+#define CKT__FB_STAGES ((CKT__FB_FIXED_ELEMS + 2 * CKT__FB_STAGE_ELEMS) * 2 <= 160 * 1024 ? 2 : 1)
+#else
+#define CKT__FB_STAGES 1
+#endif
+#define CKT__FB_SMEM_BYTES ((size_t)(CKT__FB_FIXED_ELEMS + CKT__FB_STAGES * CKT__FB_STAGE_ELEMS) * 2)
+
+CKT_STATIC_ASSERT(CKT__FB_D % 32 == 0 && CKT__FB_D >= 32 && CKT__FB_D <= 256,
+                  "CKT_FMHA_HDIM must be a multiple of 32 in [32, 256] (smaller head dims run padded)");
+CKT_STATIC_ASSERT(CKT__FB_DV % 32 == 0 && CKT__FB_DV >= 32 && CKT__FB_DV <= 256,
+                  "CKT_FMHA_HDIM_V must be a multiple of 32 in [32, 256]");
+CKT_STATIC_ASSERT(CKT__FB_BN % CKT__FB_TM == 0 && CKT__FB_BM % CKT__FB_TM == 0,
+                  "CKT_FMHA_BWD_BLOCK_N and _BLOCK_M must be multiples of the MMA tile (16 NVIDIA, 32 CDNA)");
+
+/* threads per row of the row kernels (dot_do_o, convert_dq): 8 */
+#define CKT__FB_ROW_LANES 8
+#define CKT__FB_ROW_THREADS 256
+#define CKT__FB_ROWS_PER_BLOCK (CKT__FB_ROW_THREADS / CKT__FB_ROW_LANES)
+
+#if (defined(CKT_HAS_MMA_SYNC) || defined(CKT_HAS_MFMA))
+
+/* >>device: shared helpers of every backward instance */
+
+#ifndef CKT__FMHA_BWD_COMMON_DEFINED
+#define CKT__FMHA_BWD_COMMON_DEFINED
+
+/* The workspace's metadata, or NULL when it is not usable for this call
+ * (not prepared, a packing error, or smaller than the lengths need): the
+ * kernels then write nothing, and never read or write out of bounds. */
+CKT_INLINE CKT_DEVICE const ckt_fmha_bwd_meta *ckt__fmha_bwd_meta(const ckt_fmha_bwd_args *a)
+{
+    const ckt_fmha_bwd_meta *m = (const ckt_fmha_bwd_meta *)a->workspace;
+    if (!m || m->magic != CKT_FMHA_BWD_META_MAGIC || m->status != 0 || (size_t)m->need_bytes > a->workspace_bytes ||
+        m->batch != a->batch || m->nhead_q != a->nhead_q || m->nhead_k != a->nhead_k)
+        return (const ckt_fmha_bwd_meta *)0;
+    return m;
+}
+
+CKT_INLINE CKT_DEVICE ckt_fmha_seq ckt__fmha_bwd_seq(const ckt_fmha_bwd_args *a, int b)
+{
+    return ckt_fmha_seq_resolve(a->group_mode, a->seqstart_q, a->seqstart_k, a->seqlen_q_ptr, a->seqlen_k_ptr,
+                                a->seqlen_q, a->seqlen_k, b);
+}
+
+CKT_INLINE CKT_DEVICE float ckt__fmha_bwd_load16(const uint16_t *p, int bf16)
+{
+    ckt_f16 h;
+    ckt_bf16 g;
+    h.bits = *p;
+    g.bits = *p;
+    return bf16 ? ckt_f32_from_bf16(g) : ckt_f32_from_f16(h);
+}
+
+CKT_INLINE CKT_DEVICE uint16_t ckt__fmha_bwd_store16(float x, int bf16)
+{
+    return bf16 ? ckt_bf16_from_f32(x).bits : ckt_f16_from_f32(x).bits;
+}
+
+/* The tanh of the forward's soft-cap (ckt/fmha/fwd_body.h's, inline). */
+CKT_INLINE CKT_DEVICE float ckt__fmha_bwd_tanh(float x)
+{
+    return 1.0f - 2.0f * ckt_rcpf_fast(ckt_exp2f_fast(2.0f * CKT_LOG2E * x) + 1.0f);
+}
+
+/* >>device: stage 1 — D = rowsum(dO * O), dQ accumulator zeroed.
+ * Block (row block, head h, entry b); 8 lanes per row, 8 columns a lane per
+ * step (16 bytes). */
+CKT_INLINE CKT_DEVICE void ckt__fmha_bwd_dot_do_o(const ckt_fmha_bwd_args *a, int bf16)
+{
+    const ckt_fmha_bwd_meta *m = ckt__fmha_bwd_meta(a);
+    if (!m)
+        return;
+    const int b = (int)ckt_block_idx_z(), h = (int)ckt_block_idx_y();
+    const int t = (int)ckt_thread_idx_x(), sub = t % CKT__FB_ROW_LANES;
+    const int i = (int)ckt_block_idx_x() * CKT__FB_ROWS_PER_BLOCK + t / CKT__FB_ROW_LANES;
+    const ckt_fmha_seq s = ckt__fmha_bwd_seq(a, b);
+    /* every lane takes part in the shuffles: rows past the entry add 0 */
+    const int valid = i < s.sq;
+    const int64_t row = s.q_start + (valid ? i : 0);
+    const uint16_t *o = (const uint16_t *)a->o +
+                        ckt_fmha_row_offset(a->group_mode, b, h, row, a->o_stride_b, a->o_stride_h, a->o_stride_s);
+    const uint16_t *dout = (const uint16_t *)a->dout + ckt_fmha_row_offset(a->group_mode, b, h, row, a->do_stride_b,
+                                                                            a->do_stride_h, a->do_stride_s);
+    float acc = 0.0f;
+    for (int c = sub * 8; valid && c < a->hdim_v; c += 8 * CKT__FB_ROW_LANES)
+        for (int e = 0; e < 8; e++)
+            acc += ckt__fmha_bwd_load16(o + c + e, bf16) * ckt__fmha_bwd_load16(dout + c + e, bf16);
+    acc += ckt_warp_shfl_xor_f32(acc, 1);
+    acc += ckt_warp_shfl_xor_f32(acc, 2);
+    acc += ckt_warp_shfl_xor_f32(acc, 4);
+    if (!valid)
+        return;
+    float *dsum = (float *)((char *)a->workspace + m->d_offset);
+    if (sub == 0)
+        dsum[(int64_t)h * m->total_q_rows + ckt_fmha_bwd_meta_q_row_start(m)[b] + i] = acc;
+    /* dq_acc[b][slot][h][i][:] = 0 for every slot of the entry */
+    float *dq_acc = (float *)((char *)a->workspace + ckt_fmha_bwd_meta_bytes(m->batch, m->grid, m->persistent));
+    const int64_t nsplits = ckt_fmha_bwd_meta_nsplits(m)[b];
+    for (int64_t sl = 0; sl < nsplits; sl++) {
+        float *r = dq_acc + ckt_fmha_bwd_meta_dq_start(m)[b] + ((sl * a->nhead_q + h) * s.sq + i) * a->hdim_q;
+        for (int c = sub; c < a->hdim_q; c += CKT__FB_ROW_LANES)
+            r[c] = 0.0f;
+    }
+}
+
+/* >>device: stage 3 — dQ = scale * sum over slots (in order), to 16 bits. */
+CKT_INLINE CKT_DEVICE void ckt__fmha_bwd_convert_dq(const ckt_fmha_bwd_args *a, int bf16)
+{
+    const ckt_fmha_bwd_meta *m = ckt__fmha_bwd_meta(a);
+    if (!m)
+        return;
+    const int b = (int)ckt_block_idx_z(), h = (int)ckt_block_idx_y();
+    const int t = (int)ckt_thread_idx_x(), sub = t % CKT__FB_ROW_LANES;
+    const int i = (int)ckt_block_idx_x() * CKT__FB_ROWS_PER_BLOCK + t / CKT__FB_ROW_LANES;
+    const ckt_fmha_seq s = ckt__fmha_bwd_seq(a, b);
+    if (i >= s.sq)
+        return;
+    const float scale = a->scale > 0.0f ? a->scale : 1.0f / sqrtf((float)a->hdim_q);
+    const float *dq_acc = (const float *)((const char *)a->workspace +
+                                          ckt_fmha_bwd_meta_bytes(m->batch, m->grid, m->persistent));
+    const int64_t nsplits = ckt_fmha_bwd_meta_nsplits(m)[b];
+    const int64_t slot_stride = (int64_t)a->nhead_q * s.sq * a->hdim_q;
+    const float *r = dq_acc + ckt_fmha_bwd_meta_dq_start(m)[b] + ((int64_t)h * s.sq + i) * a->hdim_q;
+    uint16_t *dq = (uint16_t *)a->dq + ckt_fmha_row_offset(a->group_mode, b, h, s.q_start + i, a->dq_stride_b,
+                                                          a->dq_stride_h, a->dq_stride_s);
+    for (int c = sub * 2; c < a->hdim_q; c += 2 * CKT__FB_ROW_LANES) {
+        float x0 = 0.0f, x1 = 0.0f;
+        for (int64_t sl = 0; sl < nsplits; sl++) {
+            x0 += r[sl * slot_stride + c];
+            x1 += r[sl * slot_stride + c + 1];
+        }
+        *(uint32_t *)(dq + c) = bf16 ? ckt_pack2_bf16(x0 * scale, x1 * scale) : ckt_pack2_f16(x0 * scale, x1 * scale);
+    }
+}
+
+/* >>device: a warp's accumulator tile to global memory, rows < nrows and
+ * columns < ncols of the window starting at p (row stride ss), times mul. */
+CKT_INLINE CKT_DEVICE void ckt__fmha_bwd_store_acc(uint16_t *p, int64_t ss, const float *acc, int row0, int col0,
+                                                   int WM, int WN, int nrows, int ncols, float mul, int bf16)
+{
+    const int lane = (int)ckt_lane_id();
+    CKT_UNROLL
+    for (int i = 0; i < CKT_WARP_ACC_REGS(WM, WN); i++) {
+        int r, c;
+        ckt_warp_acc_coord(&r, &c, i, lane, WM, WN);
+        r += row0;
+        c += col0;
+        if (r < nrows && c < ncols)
+            p[(int64_t)r * ss + c] = ckt__fmha_bwd_store16(acc[i] * mul, bf16);
+    }
+}
+
+#endif /* CKT__FMHA_BWD_COMMON_DEFINED */
+
+/* >>device: the three kernels */
+
+CKT_KERNEL_BOUNDS(CKT__FB_FN(_dot_do_o_kernel), ckt_fmha_bwd_args, a, CKT__FB_ROW_THREADS)
+{
+    ckt__fmha_bwd_dot_do_o(&a, CKT__FB_BF16);
+}
+
+CKT_KERNEL_BOUNDS(CKT__FB_FN(_convert_dq_kernel), ckt_fmha_bwd_args, a, CKT__FB_ROW_THREADS)
+{
+    ckt__fmha_bwd_convert_dq(&a, CKT__FB_BF16);
+}
+
+#if CKT__FB_SUPPORTED
+CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
+{
+    enum {
+        D = CKT__FB_D, DV = CKT__FB_DV, BN = CKT__FB_BN, BM = CKT__FB_BM, QC = CKT__FB_QC,
+        /* warp grids: S^T and dP^T [BN x BM]; dK [BN x D]; dV [BN x DV]; dQ [BM x QC] */
+        SGM = CKT__FB_GM(BN), SGN = CKT__FB_GN(BN, BM), SWM = BN / SGM, SWN = BM / SGN,
+        KGM = CKT__FB_GM(BN), KGN = CKT__FB_GN(BN, D), KWM = BN / KGM, KWN = D / KGN,
+        VGM = CKT__FB_GM(BN), VGN = CKT__FB_GN(BN, DV), VWM = BN / VGM, VWN = DV / VGN,
+        QGM = CKT__FB_GM(BM), QGN = CKT__FB_GN(BM, QC), QWM = BM / QGM, QWN = QC / QGN,
+        KSTEP = 16
+    };
+    CKT_DYNAMIC_SHARED(uint16_t, smem);
+    const ckt_fmha_bwd_meta *meta = ckt__fmha_bwd_meta(&a);
+    if (!meta)
+        return;
+    const int tid = (int)ckt_thread_idx_x(), warp = (int)ckt_warp_id();
+    const int bf16 = CKT__FB_BF16;
+    const float scale = a.scale > 0.0f ? a.scale : 1.0f / sqrtf((float)a.hdim_q);
+    const int group = a.nhead_q / a.nhead_k;
+
+    /* this block's work units */
+    const int64_t *unit_start = ckt_fmha_bwd_meta_unit_start(meta);
+    const int64_t *block_start = ckt_fmha_bwd_meta_block_start(meta);
+    const int p = (int)ckt_block_idx_x();
+    int64_t u_begin, u_end;
+    if (meta->persistent) {
+        u_begin = block_start[p];
+        u_end = block_start[p + 1];
+    } else {
+        u_begin = p;
+        u_end = p < meta->total_units ? p + 1 : p;
+    }
+    float *dq_acc = (float *)((char *)a.workspace + ckt_fmha_bwd_meta_bytes(meta->batch, meta->grid, meta->persistent));
+    const float *dsum = (const float *)((const char *)a.workspace + meta->d_offset);
+
+    /* shared tiles */
+    ckt_smem_tile sK = ckt_smem_tile_make(smem, CKT_SMEM_PADDED, D);
+    ckt_smem_tile sV = ckt_smem_tile_make(smem + CKT__FB_K_ELEMS, CKT_SMEM_PADDED, DV);
+    ckt_smem_tile sPt = ckt_smem_tile_make(smem + CKT__FB_K_ELEMS + CKT__FB_V_ELEMS, CKT_SMEM_PADDED, BM);
+    ckt_smem_tile sdSt =
+        ckt_smem_tile_make(smem + CKT__FB_K_ELEMS + CKT__FB_V_ELEMS + CKT__FB_P_ELEMS, CKT_SMEM_PADDED, BM);
+#define CKT__FB_STAGE(st) (smem + CKT__FB_FIXED_ELEMS + (st) * CKT__FB_STAGE_ELEMS)
+#define CKT__FB_SQ(st) ckt_smem_tile_make(CKT__FB_STAGE(st), CKT_SMEM_PADDED, D)
+#define CKT__FB_SDO(st) ckt_smem_tile_make(CKT__FB_STAGE(st) + CKT__FB_Q_ELEMS, CKT_SMEM_PADDED, DV)
+#define CKT__FB_SROWS(st) ((float *)(CKT__FB_STAGE(st) + CKT__FB_Q_ELEMS + CKT__FB_DO_ELEMS))
+
+    for (int64_t u = u_begin; u < u_end; u++) {
+        /* unit u = (entry b, kv head hk, key tile kt) */
+        const int b = ckt_fmha_bwd_find(unit_start, meta->batch + 1, u);
+        const ckt_fmha_seq sq = ckt__fmha_bwd_seq(&a, b);
+        const int64_t ntiles = CKT_CEIL_DIV((int64_t)sq.sk, BN);
+        const int hk = (int)((u - unit_start[b]) / ntiles), kt = (int)((u - unit_start[b]) % ntiles);
+        const int n0 = kt * BN;
+        const ckt_fmha_mask_params mk = ckt_fmha_mask_make(a.mask, a.window_left, a.window_right, sq.sq, sq.sk);
+        /* dQ slot: deterministic, this block's rank among the blocks of (b, hk) */
+        int slot = 0;
+        if (meta->persistent)
+            slot = p - ckt_fmha_bwd_find(block_start, meta->grid + 1, unit_start[b] + (int64_t)hk * ntiles);
+        const int64_t dq_base = ckt_fmha_bwd_meta_dq_start(meta)[b];
+        const int64_t q_row0 = ckt_fmha_bwd_meta_q_row_start(meta)[b];
+
+        /* the query tiles that see this key tile: [q_lo, q_hi) in steps of BM */
+        int q_lo, q_hi;
+        ckt_fmha_mask_query_range(&mk, n0, BN, &q_lo, &q_hi);
+        q_lo = q_lo / BM * BM;
+        const int nqt = q_hi > q_lo ? CKT_CEIL_DIV(q_hi - q_lo, BM) : 0;
+        const int nsteps = nqt * group; /* (query head, query tile) pairs */
+
+        /* K, V of the tile (zero past sk) and the first Q / dO tile in flight */
+        const uint16_t *kp = (const uint16_t *)a.k +
+                             ckt_fmha_row_offset(a.group_mode, b, hk, sq.k_start, a.k_stride_b, a.k_stride_h, a.k_stride_s);
+        const uint16_t *vp = (const uint16_t *)a.v +
+                             ckt_fmha_row_offset(a.group_mode, b, hk, sq.k_start, a.v_stride_b, a.v_stride_h, a.v_stride_s);
+        ckt_block_sync(); /* the previous unit is done with every shared tile */
+        {
+            ckt_window2d wk = ckt_window2d_make(ckt_view2d_make((void *)kp, sq.sk, a.hdim_q, a.k_stride_s), n0, 0);
+            ckt_window2d wv = ckt_window2d_make(ckt_view2d_make((void *)vp, sq.sk, a.hdim_v, a.v_stride_s), n0, 0);
+            ckt_smem_tile_load_async(sK, &wk, BN, D, CKT__FB_T, tid);
+            ckt_smem_tile_load_async(sV, &wv, BN, DV, CKT__FB_T, tid);
+        }
+
+        /* issues the loads of step st (query head, query tile) into stage st % STAGES:
+         * Q and dO tiles asynchronously, LSE (log2 domain; +inf for a row with
+         * nothing visible, so that its P is 0) and D into the stage's rows */
+#define CKT__FB_ISSUE(st)                                                                                          \
+    do {                                                                                                           \
+        const int h_ = hk * group + (st) / nqt, q0_ = q_lo + ((st) % nqt) * BM, stg_ = (st) % CKT__FB_STAGES;     \
+        const uint16_t *qp_ = (const uint16_t *)a.q + ckt_fmha_row_offset(a.group_mode, b, h_, sq.q_start,          \
+                                                                          a.q_stride_b, a.q_stride_h, a.q_stride_s); \
+        const uint16_t *dop_ = (const uint16_t *)a.dout +                                                           \
+                               ckt_fmha_row_offset(a.group_mode, b, h_, sq.q_start, a.do_stride_b, a.do_stride_h,   \
+                                                   a.do_stride_s);                                                  \
+        ckt_window2d wq_ = ckt_window2d_make(ckt_view2d_make((void *)qp_, sq.sq, a.hdim_q, a.q_stride_s), q0_, 0); \
+        ckt_window2d wdo_ =                                                                                        \
+            ckt_window2d_make(ckt_view2d_make((void *)dop_, sq.sq, a.hdim_v, a.do_stride_s), q0_, 0);              \
+        ckt_smem_tile_load_async(CKT__FB_SQ(stg_), &wq_, BM, D, CKT__FB_T, tid);                                   \
+        ckt_smem_tile_load_async(CKT__FB_SDO(stg_), &wdo_, BM, DV, CKT__FB_T, tid);                                \
+        for (int r_ = tid; r_ < BM; r_ += CKT__FB_T) {                                                             \
+            const int i_ = q0_ + r_;                                                                               \
+            float l_ = INFINITY, d_ = 0.0f;                                                                        \
+            if (i_ < sq.sq) {                                                                                      \
+                const float lse_ = a.lse[a.group_mode ? (int64_t)h_ * a.lse_stride_h + sq.q_start + i_             \
+                                                      : (int64_t)b * a.lse_stride_b + (int64_t)h_ * a.lse_stride_h + i_]; \
+                l_ = lse_ == -INFINITY ? INFINITY : lse_ * CKT_LOG2E;                                              \
+                d_ = dsum[(int64_t)h_ * meta->total_q_rows + q_row0 + i_];                                         \
+            }                                                                                                      \
+            CKT__FB_SROWS(stg_)[r_] = l_;                                                                          \
+            CKT__FB_SROWS(stg_)[BM + r_] = d_;                                                                     \
+        }                                                                                                          \
+        ckt_pipe_commit();                                                                                         \
+    } while (0)
+
+        if (nsteps > 0)
+            CKT__FB_ISSUE(0);
+        else
+            ckt_pipe_commit();
+
+        /* dK and dV of this warp's tile, in registers across the unit */
+        float dk_acc[CKT_WARP_ACC_REGS(KWM, KWN)], dv_acc[CKT_WARP_ACC_REGS(VWM, VWN)];
+        CKT_UNROLL
+        for (int i = 0; i < CKT_WARP_ACC_REGS(KWM, KWN); i++)
+            dk_acc[i] = 0.0f;
+        CKT_UNROLL
+        for (int i = 0; i < CKT_WARP_ACC_REGS(VWM, VWN); i++)
+            dv_acc[i] = 0.0f;
+        const int sw_m = (warp / SGN) * SWM, sw_n = (warp % SGN) * SWN; /* S^T warp tile: keys, queries */
+        const int s_on = warp < SGM * SGN;
+
+        for (int st = 0; st < nsteps; st++) {
+            const int h = hk * group + st / nqt, q0 = q_lo + (st % nqt) * BM, stg = st % CKT__FB_STAGES;
+            ckt_cp_async_wait(0);
+            ckt_block_sync(); /* step st's tiles have landed; step st-1 is done with P^T, dS^T */
+            if (CKT__FB_STAGES > 1 && st + 1 < nsteps)
+                CKT__FB_ISSUE(st + 1);
+            const ckt_smem_tile sQ = CKT__FB_SQ(stg), sdO = CKT__FB_SDO(stg);
+            const float *rows = CKT__FB_SROWS(stg);
+
+            if (s_on) {
+                /* S^T[keys x queries] = K Q^T and dP^T = V dO^T for this warp's tile */
+                float s_acc[CKT_WARP_ACC_REGS(SWM, SWN)], dp_acc[CKT_WARP_ACC_REGS(SWM, SWN)];
+                CKT_UNROLL
+                for (int i = 0; i < CKT_WARP_ACC_REGS(SWM, SWN); i++) {
+                    s_acc[i] = 0.0f;
+                    dp_acc[i] = 0.0f;
+                }
+                CKT_UNROLL_BY(2)
+                for (int kk = 0; kk < D; kk += KSTEP) {
+                    uint32_t kf[CKT_WARP_A_REGS(SWM, KSTEP)], qf[CKT_WARP_B_REGS(KSTEP, SWN)];
+                    ckt_warp_load_a(kf, sK, sw_m, kk, SWM, KSTEP);
+                    ckt_warp_load_b_nk(qf, sQ, sw_n, kk, KSTEP, SWN);
+                    ckt_warp_mma(s_acc, kf, qf, SWM, SWN, KSTEP, bf16);
+                }
+                CKT_UNROLL_BY(2)
+                for (int kk = 0; kk < DV; kk += KSTEP) {
+                    uint32_t vf[CKT_WARP_A_REGS(SWM, KSTEP)], of[CKT_WARP_B_REGS(KSTEP, SWN)];
+                    ckt_warp_load_a(vf, sV, sw_m, kk, SWM, KSTEP);
+                    ckt_warp_load_b_nk(of, sdO, sw_n, kk, KSTEP, SWN);
+                    ckt_warp_mma(dp_acc, vf, of, SWM, SWN, KSTEP, bf16);
+                }
+                /* P^T = exp2(s * log2e * scale - lse2) (soft-capped logits when
+                 * softcap > 0), 0 where masked; dS^T = P^T (dP^T - D) (* tanh') */
+                const int full = ckt_fmha_mask_tile_full(&mk, q0 + sw_n, SWN, n0 + sw_m, SWM);
+                const int lane = (int)ckt_lane_id();
+                const float cap = a.softcap;
+                const float to_log2 = cap > 0.0f ? CKT_LOG2E : scale * CKT_LOG2E;
+                CKT_UNROLL
+                for (int i = 0; i < CKT_WARP_ACC_REGS(SWM, SWN); i++) {
+                    int r, c;
+                    ckt_warp_acc_coord(&r, &c, i, lane, SWM, SWN);
+                    float x = s_acc[i], deriv = 1.0f;
+                    if (cap > 0.0f) {
+                        const float th = ckt__fmha_bwd_tanh(x * (scale / cap));
+                        x = cap * th;
+                        deriv = 1.0f - th * th;
+                    }
+                    float pv = ckt_exp2f_fast(fmaf(x, to_log2, -rows[sw_n + c]));
+                    if (!full && !ckt_fmha_mask_visible(&mk, q0 + sw_n + c, n0 + sw_m + r))
+                        pv = 0.0f;
+                    s_acc[i] = pv;
+                    dp_acc[i] = pv * (dp_acc[i] - rows[BM + sw_n + c]) * deriv;
+                }
+                ckt_warp_store_acc_b16(sPt, s_acc, sw_m, sw_n, SWM, SWN, 1.0f, bf16);
+                ckt_warp_store_acc_b16(sdSt, dp_acc, sw_m, sw_n, SWM, SWN, 1.0f, bf16);
+            }
+            ckt_block_sync(); /* P^T and dS^T complete */
+
+            /* dV[keys x DV] += P^T dO and dK[keys x D] += dS^T Q */
+            if (warp < VGM * VGN) {
+                const int wm = (warp / VGN) * VWM, wn = (warp % VGN) * VWN;
+                CKT_UNROLL_BY(2)
+                for (int kk = 0; kk < BM; kk += KSTEP) {
+                    uint32_t pf[CKT_WARP_A_REGS(VWM, KSTEP)], of[CKT_WARP_B_REGS(KSTEP, VWN)];
+                    ckt_warp_load_a(pf, sPt, wm, kk, VWM, KSTEP);
+                    ckt_warp_load_b_kn(of, sdO, kk, wn, KSTEP, VWN);
+                    ckt_warp_mma(dv_acc, pf, of, VWM, VWN, KSTEP, bf16);
+                }
+            }
+            if (warp < KGM * KGN) {
+                const int wm = (warp / KGN) * KWM, wn = (warp % KGN) * KWN;
+                CKT_UNROLL_BY(2)
+                for (int kk = 0; kk < BM; kk += KSTEP) {
+                    uint32_t sf[CKT_WARP_A_REGS(KWM, KSTEP)], qf[CKT_WARP_B_REGS(KSTEP, KWN)];
+                    ckt_warp_load_a(sf, sdSt, wm, kk, KWM, KSTEP);
+                    ckt_warp_load_b_kn(qf, sQ, kk, wn, KSTEP, KWN);
+                    ckt_warp_mma(dk_acc, sf, qf, KWM, KWN, KSTEP, bf16);
+                }
+            }
+            /* dQ[queries x D] += dS K, in column chunks of QC, into the workspace */
+            if (warp < QGM * QGN) {
+                const int wm = (warp / QGN) * QWM, wn = (warp % QGN) * QWN;
+                const int lane = (int)ckt_lane_id();
+                float *dqs = dq_acc + dq_base + (((int64_t)slot * a.nhead_q + h) * sq.sq) * a.hdim_q;
+                for (int c0 = 0; c0 < D; c0 += QC) {
+                    float q_acc[CKT_WARP_ACC_REGS(QWM, QWN)];
+                    CKT_UNROLL
+                    for (int i = 0; i < CKT_WARP_ACC_REGS(QWM, QWN); i++)
+                        q_acc[i] = 0.0f;
+                    CKT_UNROLL_BY(2)
+                    for (int kk = 0; kk < BN; kk += KSTEP) {
+                        uint32_t sf[CKT_WARP_A_REGS(QWM, KSTEP)], kf[CKT_WARP_B_REGS(KSTEP, QWN)];
+                        ckt_warp_load_a_km(sf, sdSt, kk, wm, QWM, KSTEP);
+                        ckt_warp_load_b_kn(kf, sK, kk, c0 + wn, KSTEP, QWN);
+                        ckt_warp_mma(q_acc, sf, kf, QWM, QWN, KSTEP, bf16);
+                    }
+                    CKT_UNROLL
+                    for (int i = 0; i < CKT_WARP_ACC_REGS(QWM, QWN); i++) {
+                        int r, c;
+                        ckt_warp_acc_coord(&r, &c, i, lane, QWM, QWN);
+                        const int qi = q0 + wm + r, col = c0 + wn + c;
+                        if (qi < sq.sq && col < a.hdim_q) {
+                            float *dst = dqs + (int64_t)qi * a.hdim_q + col;
+                            if (meta->persistent)
+                                *dst += q_acc[i]; /* this block's own slot: a fixed order */
+                            else
+                                ckt_atomic_add_f32(dst, q_acc[i]);
+                        }
+                    }
+                }
+            }
+            if (CKT__FB_STAGES == 1 && st + 1 < nsteps) {
+                ckt_block_sync(); /* everyone is done with the single stage */
+                CKT__FB_ISSUE(st + 1);
+            }
+        }
+        ckt_cp_async_wait_all();
+
+        /* dK = scale * acc, dV = acc; keys past sk and padded columns are not written */
+        uint16_t *dkp = (uint16_t *)a.dk + ckt_fmha_row_offset(a.group_mode, b, hk, sq.k_start + n0, a.dk_stride_b,
+                                                              a.dk_stride_h, a.dk_stride_s);
+        uint16_t *dvp = (uint16_t *)a.dv + ckt_fmha_row_offset(a.group_mode, b, hk, sq.k_start + n0, a.dv_stride_b,
+                                                              a.dv_stride_h, a.dv_stride_s);
+        if (warp < KGM * KGN)
+            ckt__fmha_bwd_store_acc(dkp, a.dk_stride_s, dk_acc, (warp / KGN) * KWM, (warp % KGN) * KWN, KWM, KWN,
+                                    sq.sk - n0, a.hdim_q, scale, bf16);
+        if (warp < VGM * VGN)
+            ckt__fmha_bwd_store_acc(dvp, a.dv_stride_s, dv_acc, (warp / VGN) * VWM, (warp % VGN) * VWN, VWM, VWN,
+                                    sq.sk - n0, a.hdim_v, 1.0f, bf16);
+#undef CKT__FB_ISSUE
+    }
+#undef CKT__FB_STAGE
+#undef CKT__FB_SQ
+#undef CKT__FB_SDO
+#undef CKT__FB_SROWS
+}
+#endif /* CKT__FB_SUPPORTED */
+
+#endif /* CKT_HAS_MMA_SYNC || CKT_HAS_MFMA */
+
+/* >>host: fits, plan, run */
+
+#ifndef CKT__FMHA_BWD_HOST_DEFINED
+#define CKT__FMHA_BWD_HOST_DEFINED
+/* Does plan (made for an instance of tile bm x bn) describe the call a? */
+static inline ckt_status ckt_fmha_bwd_check_plan(const ckt_fmha_bwd_plan *p, const ckt_fmha_bwd_args *a, int bm,
+                                                 int bn)
+{
+    const ckt_fmha_bwd_traits *t = &p->traits;
+    if (p->block_m != bm || p->block_n != bn)
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "plan: made for a %dx%d tile, this instance's is %dx%d",
+                         p->block_m, p->block_n, bm, bn);
+#define CKT__FB_SAME(field, tfield)                                                                        \
+    if (a->field != t->tfield)                                                                             \
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "%s: %d, but the plan's traits have %s = %d", #field, \
+                         (int)a->field, #tfield, (int)t->tfield);
+    CKT__FB_SAME(batch, batch)
+    CKT__FB_SAME(nhead_q, nhead_q)
+    CKT__FB_SAME(nhead_k, nhead_k)
+    CKT__FB_SAME(hdim_q, hdim_q)
+    CKT__FB_SAME(hdim_v, hdim_v)
+    CKT__FB_SAME(dtype, dtype)
+    CKT__FB_SAME(group_mode, group_mode)
+    CKT__FB_SAME(mask, mask)
+    CKT__FB_SAME(deterministic, deterministic)
+#undef CKT__FB_SAME
+    if (a->seqlen_q > t->max_seqlen_q || a->seqlen_k > t->max_seqlen_k)
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "%s: %d exceeds the plan's max_%s %d",
+                         a->seqlen_q > t->max_seqlen_q ? "seqlen_q" : "seqlen_k",
+                         a->seqlen_q > t->max_seqlen_q ? a->seqlen_q : a->seqlen_k,
+                         a->seqlen_q > t->max_seqlen_q ? "seqlen_q" : "seqlen_k",
+                         a->seqlen_q > t->max_seqlen_q ? t->max_seqlen_q : t->max_seqlen_k);
+    if (a->workspace_bytes < p->meta_bytes)
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
+                         "workspace_bytes: %zu is less than the plan's metadata alone (%zu); allocate "
+                         "ckt_fmha_bwd_workspace_upper_bound() bytes",
+                         a->workspace_bytes, p->meta_bytes);
+    return CKT_SUCCESS;
+}
+#endif
+
+static inline int CKT__FB_FN(_fits)(const ckt_fmha_bwd_args *a)
+{
+    return CKT__FB_SUPPORTED && a && a->dtype == (CKT_FMHA_DTYPE) && a->hdim_q > 0 && a->hdim_q <= CKT__FB_D &&
+           a->hdim_v > 0 && a->hdim_v <= CKT__FB_DV && a->hdim_q % 8 == 0 && a->hdim_v % 8 == 0;
+}
+
+/* The dq_dk_dv tile and the resident blocks per multiprocessor (the
+ * persistent grid's factor), for the dispatcher's table. */
+#define CKT__FB_BLOCKS_PER_MP 1
+enum {
+    CKT__FB_FN(_block_m) = CKT__FB_BM,
+    CKT__FB_FN(_block_n) = CKT__FB_BN,
+    CKT__FB_FN(_blocks_per_mp) = CKT__FB_BLOCKS_PER_MP
+};
+
+static inline ckt_status CKT__FB_FN(_plan)(ckt_fmha_bwd_plan *plan, const ckt_fmha_bwd_traits *t)
+{
+    return ckt_fmha_bwd_plan_make(plan, t, CKT__FB_BM, CKT__FB_BN, CKT__FB_BLOCKS_PER_MP);
+}
+
+static inline ckt_status CKT__FB_FN(_run)(const ckt_fmha_bwd_plan *plan, const ckt_fmha_bwd_args *a,
+                                          ckt_stream stream)
+{
+    CKT__FMHA_TRY(ckt_fmha_bwd_validate(a, (CKT_FMHA_DTYPE), CKT__FB_D, CKT__FB_DV));
+    if (!plan)
+        return ckt__fail(CKT_ERROR_NULL_POINTER, "plan: NULL");
+    CKT__FMHA_TRY(ckt_fmha_bwd_check_plan(plan, a, CKT__FB_BM, CKT__FB_BN));
+    if (ckt_fmha_bwd_is_empty(a))
+        return CKT_SUCCESS;
+#if (defined(CKT_HAS_MMA_SYNC) || defined(CKT_HAS_MFMA)) && CKT__FB_SUPPORTED
+    const ckt_dim3 rows_grid = ckt_dim3_make((unsigned)CKT_CEIL_DIV(a->seqlen_q, CKT__FB_ROWS_PER_BLOCK),
+                                             (unsigned)a->nhead_q, (unsigned)a->batch);
+    const ckt_dim3 rows_block = ckt_dim3_make(CKT__FB_ROW_THREADS, 1, 1);
+    if (a->seqlen_q > 0)
+        CKT__FMHA_TRY(ckt_rt_launch(CKT_KERNEL_REF(CKT__FB_FN(_dot_do_o_kernel)), rows_grid, rows_block, 0, stream, a));
+    CKT__FMHA_TRY(ckt_rt_launch(CKT_KERNEL_REF(CKT__FB_FN(_dq_dk_dv_kernel)), ckt_dim3_make((unsigned)plan->grid, 1, 1),
+                                ckt_dim3_make(CKT__FB_T, 1, 1), CKT__FB_SMEM_BYTES, stream, a));
+    if (a->seqlen_q > 0)
+        CKT__FMHA_TRY(ckt_rt_launch(CKT_KERNEL_REF(CKT__FB_FN(_convert_dq_kernel)), rows_grid, rows_block, 0, stream, a));
+    return CKT_SUCCESS;
+#else
+    (void)stream;
+    return ckt__fail(CKT_ERROR_UNSUPPORTED, "fmha bwd: %s",
+                     CKT__FB_SUPPORTED ? "this target has no warp MMA"
+                                       : "head dims above 192 do not fit the CDNA LDS (64 KiB) in the backward");
+#endif
+}
+
+/* >>consumed parameters */
+#undef CKT_FMHA_NAME
+#undef CKT_FMHA_DTYPE
+#undef CKT_FMHA_HDIM
+#undef CKT_FMHA_HDIM_V
+#undef CKT_FMHA_BWD_WARPS
+#undef CKT_FMHA_BWD_BLOCK_N
+#undef CKT_FMHA_BWD_BLOCK_M
+#undef CKT__FB_FN
+#undef CKT__FB_D
+#undef CKT__FB_DV
+#undef CKT__FB_BF16
+#undef CKT__FB_TM
+#undef CKT__FB_TN
+#undef CKT__FB_MAXD
+#undef CKT__FB_SUPPORTED
+#undef CKT__FB_W
+#undef CKT__FB_T
+#undef CKT__FB_BN
+#undef CKT__FB_BM
+#undef CKT__FB_QC
+#undef CKT__FB_K_ELEMS
+#undef CKT__FB_V_ELEMS
+#undef CKT__FB_Q_ELEMS
+#undef CKT__FB_DO_ELEMS
+#undef CKT__FB_P_ELEMS
+#undef CKT__FB_ROWS_ELEMS
+#undef CKT__FB_STAGE_ELEMS
+#undef CKT__FB_FIXED_ELEMS
+#undef CKT__FB_STAGES
+#undef CKT__FB_SMEM_BYTES
+#undef CKT__FB_BLOCKS_PER_MP
