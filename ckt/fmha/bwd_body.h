@@ -75,7 +75,10 @@
  * its own warp grid (below). Shared memory holds K [BN][D], V [BN][DV], the
  * Q [BM][D] and dO [BM][DV] tiles (two stages where copies are asynchronous
  * and they fit), P^T and dS^T [BN][BM], and LSE / D of the BM rows.
- *   NVIDIA: 8 warps, BN = BM = 64.
+ *   NVIDIA: 8 warps, BM = 64; BN = 128 for head dims <= 128, else 64 (dK and
+ *   dV of BN keys live in registers). Swizzled shared tiles where rows are
+ *   multiples of 64 elements (no padding: two Q/dO stages fit the 163 KiB of
+ *   sm_80 at d128), else padded.
  *   CDNA (64 KiB of LDS, MFMA tiles of 32): head dims <= 64: 4 wavefronts,
  *   BN = BM = 64; <= 128: 2 wavefronts, BN = 64, BM = 32; <= 192: 1 wavefront,
  *   BN = BM = 32. Head dim 256 does not fit the LDS: no CDNA instance. */
@@ -100,7 +103,7 @@
 #define CKT_FMHA_BWD_WARPS 8
 #endif
 #ifndef CKT_FMHA_BWD_BLOCK_N
-#define CKT_FMHA_BWD_BLOCK_N 64
+#define CKT_FMHA_BWD_BLOCK_N (CKT__FB_D <= 128 && CKT__FB_DV <= 128 ? 128 : 64)
 #endif
 #ifndef CKT_FMHA_BWD_BLOCK_M
 #define CKT_FMHA_BWD_BLOCK_M 64
@@ -114,30 +117,48 @@
 /* dQ is computed in column chunks of at most 128 (registers) */
 #define CKT__FB_QC (CKT__FB_D > 128 ? 128 : CKT__FB_D)
 
-/* Warp grid of an M x N product over W warps: as many warps along M as its
- * tiles allow, then along N (a divisor of N's tiles); warps past the grid
- * idle in that product. */
-#define CKT__FB_GM(M) ((M) / CKT__FB_TM < CKT__FB_W ? (M) / CKT__FB_TM : CKT__FB_W)
-#define CKT__FB_GN_CAP(M) (CKT__FB_W / CKT__FB_GM(M))
-#define CKT__FB_GN(M, N)                                                                                     \
+/* Warp grid of an M x N product over W warps: GM x GN = W warps with warp
+ * tiles as square as the tile counts allow (fewest fragment loads per MMA:
+ * a warp loads WM/16 + WN/16 operand blocks per k-step for WM*WN/128 MMAs).
+ * When no grid uses every warp evenly: as many warps along M as its tiles
+ * allow, then a divisor of N's tiles along N; the other warps idle in that
+ * product. */
+#define CKT__FB_OK(M, N, g)                                                                                  \
+    (CKT__FB_W % (g) == 0 && ((M) / CKT__FB_TM) % (g) == 0 && ((N) / CKT__FB_TN) % (CKT__FB_W / (g)) == 0)
+#define CKT__FB_COST(M, N, g) (CKT__FB_OK(M, N, g) ? (M) / (g) + (N) * (g) / CKT__FB_W : (1 << 20))
+#define CKT__FB_MIN2(M, N, a, b) (CKT__FB_COST(M, N, a) <= CKT__FB_COST(M, N, b) ? (a) : (b))
+#define CKT__FB_BEST(M, N) CKT__FB_MIN2(M, N, CKT__FB_MIN2(M, N, 4, 2), CKT__FB_MIN2(M, N, 8, 1))
+#define CKT__FB_GM_ANY(M) ((M) / CKT__FB_TM < CKT__FB_W ? (M) / CKT__FB_TM : CKT__FB_W)
+#define CKT__FB_GN_CAP(M) (CKT__FB_W / CKT__FB_GM_ANY(M))
+#define CKT__FB_GN_ANY(M, N)                                                                                 \
     (((N) / CKT__FB_TN) % 8 == 0 && CKT__FB_GN_CAP(M) >= 8   ? 8                                           \
      : ((N) / CKT__FB_TN) % 4 == 0 && CKT__FB_GN_CAP(M) >= 4 ? 4                                           \
      : ((N) / CKT__FB_TN) % 2 == 0 && CKT__FB_GN_CAP(M) >= 2 ? 2                                           \
                                                              : 1)
+#define CKT__FB_GM(M, N) (CKT__FB_OK(M, N, CKT__FB_BEST(M, N)) ? CKT__FB_BEST(M, N) : CKT__FB_GM_ANY(M))
+#define CKT__FB_GN(M, N)                                                                                     \
+    (CKT__FB_OK(M, N, CKT__FB_BEST(M, N)) ? CKT__FB_W / CKT__FB_BEST(M, N) : CKT__FB_GN_ANY(M, N))
 
-/* shared memory, 16-bit elements, rows padded by 16 bytes (CKT_SMEM_PADDED) */
-#define CKT__FB_K_ELEMS CKT_SMEM_ELEMS(CKT_SMEM_PADDED, CKT__FB_BN, CKT__FB_D, 2)
-#define CKT__FB_V_ELEMS CKT_SMEM_ELEMS(CKT_SMEM_PADDED, CKT__FB_BN, CKT__FB_DV, 2)
-#define CKT__FB_Q_ELEMS CKT_SMEM_ELEMS(CKT_SMEM_PADDED, CKT__FB_BM, CKT__FB_D, 2)
-#define CKT__FB_DO_ELEMS CKT_SMEM_ELEMS(CKT_SMEM_PADDED, CKT__FB_BM, CKT__FB_DV, 2)
-#define CKT__FB_P_ELEMS CKT_SMEM_ELEMS(CKT_SMEM_PADDED, CKT__FB_BN, CKT__FB_BM, 2)
+/* shared memory, 16-bit elements: swizzled (CKT_SMEM_SWIZZLE) when every
+ * tile's rows are multiples of 64 elements on NVIDIA, else rows padded by 16
+ * bytes (CKT_SMEM_PADDED); both keep ldmatrix free of bank conflicts */
+#if !defined(CKT_HAS_MFMA) && CKT__FB_D % 64 == 0 && CKT__FB_DV % 64 == 0 && CKT_FMHA_BWD_BLOCK_M % 64 == 0
+#define CKT__FB_LAYOUT CKT_SMEM_SWIZZLE
+#else
+#define CKT__FB_LAYOUT CKT_SMEM_PADDED
+#endif
+#define CKT__FB_K_ELEMS CKT_SMEM_ELEMS(CKT__FB_LAYOUT, CKT__FB_BN, CKT__FB_D, 2)
+#define CKT__FB_V_ELEMS CKT_SMEM_ELEMS(CKT__FB_LAYOUT, CKT__FB_BN, CKT__FB_DV, 2)
+#define CKT__FB_Q_ELEMS CKT_SMEM_ELEMS(CKT__FB_LAYOUT, CKT__FB_BM, CKT__FB_D, 2)
+#define CKT__FB_DO_ELEMS CKT_SMEM_ELEMS(CKT__FB_LAYOUT, CKT__FB_BM, CKT__FB_DV, 2)
+#define CKT__FB_P_ELEMS CKT_SMEM_ELEMS(CKT__FB_LAYOUT, CKT__FB_BN, CKT__FB_BM, 2)
 #define CKT__FB_ROWS_ELEMS (4 * CKT__FB_BM) /* LSE and D, fp32, as 16-bit units */
 #define CKT__FB_STAGE_ELEMS (CKT__FB_Q_ELEMS + CKT__FB_DO_ELEMS + CKT__FB_ROWS_ELEMS)
 #define CKT__FB_FIXED_ELEMS (CKT__FB_K_ELEMS + CKT__FB_V_ELEMS + 2 * CKT__FB_P_ELEMS)
-/* Q/dO stages: 2 where copies are asynchronous and two fit in 160 KiB (the
- * sm_80 opt-in limit is 163 KiB), else 1 */
+/* Q/dO stages: 2 where copies are asynchronous and two fit in 163 KiB (the
+ * sm_80 opt-in limit), else 1 */
 #if defined(CKT_HAS_CP_ASYNC)
-#define CKT__FB_STAGES ((CKT__FB_FIXED_ELEMS + 2 * CKT__FB_STAGE_ELEMS) * 2 <= 160 * 1024 ? 2 : 1)
+#define CKT__FB_STAGES ((CKT__FB_FIXED_ELEMS + 2 * CKT__FB_STAGE_ELEMS) * 2 <= 163 * 1024 ? 2 : 1)
 #else
 #define CKT__FB_STAGES 1
 #endif
@@ -147,6 +168,7 @@ CKT_STATIC_ASSERT(CKT__FB_D % 32 == 0 && CKT__FB_D >= 32 && CKT__FB_D <= 256,
                   "CKT_FMHA_HDIM must be a multiple of 32 in [32, 256] (smaller head dims run padded)");
 CKT_STATIC_ASSERT(CKT__FB_DV % 32 == 0 && CKT__FB_DV >= 32 && CKT__FB_DV <= 256,
                   "CKT_FMHA_HDIM_V must be a multiple of 32 in [32, 256]");
+CKT_STATIC_ASSERT(CKT__FB_BM <= CKT__FB_T, "CKT_FMHA_BWD_BLOCK_M must not exceed the block's threads (one row each)");
 CKT_STATIC_ASSERT(CKT__FB_BN % CKT__FB_TM == 0 && CKT__FB_BM % CKT__FB_TM == 0,
                   "CKT_FMHA_BWD_BLOCK_N and _BLOCK_M must be multiples of the MMA tile (16 NVIDIA, 32 CDNA)");
 
@@ -308,10 +330,10 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
     enum {
         D = CKT__FB_D, DV = CKT__FB_DV, BN = CKT__FB_BN, BM = CKT__FB_BM, QC = CKT__FB_QC,
         /* warp grids: S^T and dP^T [BN x BM]; dK [BN x D]; dV [BN x DV]; dQ [BM x QC] */
-        SGM = CKT__FB_GM(BN), SGN = CKT__FB_GN(BN, BM), SWM = BN / SGM, SWN = BM / SGN,
-        KGM = CKT__FB_GM(BN), KGN = CKT__FB_GN(BN, D), KWM = BN / KGM, KWN = D / KGN,
-        VGM = CKT__FB_GM(BN), VGN = CKT__FB_GN(BN, DV), VWM = BN / VGM, VWN = DV / VGN,
-        QGM = CKT__FB_GM(BM), QGN = CKT__FB_GN(BM, QC), QWM = BM / QGM, QWN = QC / QGN,
+        SGM = CKT__FB_GM(BN, BM), SGN = CKT__FB_GN(BN, BM), SWM = BN / SGM, SWN = BM / SGN,
+        KGM = CKT__FB_GM(BN, D), KGN = CKT__FB_GN(BN, D), KWM = BN / KGM, KWN = D / KGN,
+        VGM = CKT__FB_GM(BN, DV), VGN = CKT__FB_GN(BN, DV), VWM = BN / VGM, VWN = DV / VGN,
+        QGM = CKT__FB_GM(BM, QC), QGN = CKT__FB_GN(BM, QC), QWM = BM / QGM, QWN = QC / QGN,
         KSTEP = 16
     };
     CKT_DYNAMIC_SHARED(uint16_t, smem);
@@ -339,14 +361,14 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
     const float *dsum = (const float *)((const char *)a.workspace + meta->d_offset);
 
     /* shared tiles */
-    ckt_smem_tile sK = ckt_smem_tile_make(smem, CKT_SMEM_PADDED, D);
-    ckt_smem_tile sV = ckt_smem_tile_make(smem + CKT__FB_K_ELEMS, CKT_SMEM_PADDED, DV);
-    ckt_smem_tile sPt = ckt_smem_tile_make(smem + CKT__FB_K_ELEMS + CKT__FB_V_ELEMS, CKT_SMEM_PADDED, BM);
+    ckt_smem_tile sK = ckt_smem_tile_make(smem, CKT__FB_LAYOUT, D);
+    ckt_smem_tile sV = ckt_smem_tile_make(smem + CKT__FB_K_ELEMS, CKT__FB_LAYOUT, DV);
+    ckt_smem_tile sPt = ckt_smem_tile_make(smem + CKT__FB_K_ELEMS + CKT__FB_V_ELEMS, CKT__FB_LAYOUT, BM);
     ckt_smem_tile sdSt =
-        ckt_smem_tile_make(smem + CKT__FB_K_ELEMS + CKT__FB_V_ELEMS + CKT__FB_P_ELEMS, CKT_SMEM_PADDED, BM);
+        ckt_smem_tile_make(smem + CKT__FB_K_ELEMS + CKT__FB_V_ELEMS + CKT__FB_P_ELEMS, CKT__FB_LAYOUT, BM);
 #define CKT__FB_STAGE(st) (smem + CKT__FB_FIXED_ELEMS + (st) * CKT__FB_STAGE_ELEMS)
-#define CKT__FB_SQ(st) ckt_smem_tile_make(CKT__FB_STAGE(st), CKT_SMEM_PADDED, D)
-#define CKT__FB_SDO(st) ckt_smem_tile_make(CKT__FB_STAGE(st) + CKT__FB_Q_ELEMS, CKT_SMEM_PADDED, DV)
+#define CKT__FB_SQ(st) ckt_smem_tile_make(CKT__FB_STAGE(st), CKT__FB_LAYOUT, D)
+#define CKT__FB_SDO(st) ckt_smem_tile_make(CKT__FB_STAGE(st) + CKT__FB_Q_ELEMS, CKT__FB_LAYOUT, DV)
 #define CKT__FB_SROWS(st) ((float *)(CKT__FB_STAGE(st) + CKT__FB_Q_ELEMS + CKT__FB_DO_ELEMS))
 
     for (int64_t u = u_begin; u < u_end; u++) {
@@ -384,9 +406,10 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
             ckt_smem_tile_load_async(sV, &wv, BN, DV, CKT__FB_T, tid);
         }
 
-        /* issues the loads of step st (query head, query tile) into stage st % STAGES:
-         * Q and dO tiles asynchronously, LSE (log2 domain; +inf for a row with
-         * nothing visible, so that its P is 0) and D into the stage's rows */
+        /* the loads of step st (query head, query tile) into stage st % STAGES:
+         * CKT__FB_ISSUE: the Q and dO tiles, asynchronously (committed);
+         * CKT__FB_ROWS: LSE (log2 domain; +inf for a row with nothing visible,
+         * so that its P is 0) and D of row r_ of the tile, into l_ and d_ */
 #define CKT__FB_ISSUE(st)                                                                                          \
     do {                                                                                                           \
         const int h_ = hk * group + (st) / nqt, q0_ = q_lo + ((st) % nqt) * BM, stg_ = (st) % CKT__FB_STAGES;     \
@@ -400,25 +423,32 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
             ckt_window2d_make(ckt_view2d_make((void *)dop_, sq.sq, a.hdim_v, a.do_stride_s), q0_, 0);              \
         ckt_smem_tile_load_async(CKT__FB_SQ(stg_), &wq_, BM, D, CKT__FB_T, tid);                                   \
         ckt_smem_tile_load_async(CKT__FB_SDO(stg_), &wdo_, BM, DV, CKT__FB_T, tid);                                \
-        for (int r_ = tid; r_ < BM; r_ += CKT__FB_T) {                                                             \
-            const int i_ = q0_ + r_;                                                                               \
-            float l_ = INFINITY, d_ = 0.0f;                                                                        \
-            if (i_ < sq.sq) {                                                                                      \
-                const float lse_ = a.lse[a.group_mode ? (int64_t)h_ * a.lse_stride_h + sq.q_start + i_             \
-                                                      : (int64_t)b * a.lse_stride_b + (int64_t)h_ * a.lse_stride_h + i_]; \
-                l_ = lse_ == -INFINITY ? INFINITY : lse_ * CKT_LOG2E;                                              \
-                d_ = dsum[(int64_t)h_ * meta->total_q_rows + q_row0 + i_];                                         \
-            }                                                                                                      \
-            CKT__FB_SROWS(stg_)[r_] = l_;                                                                          \
-            CKT__FB_SROWS(stg_)[BM + r_] = d_;                                                                     \
-        }                                                                                                          \
         ckt_pipe_commit();                                                                                         \
     } while (0)
-
-        if (nsteps > 0)
+#define CKT__FB_ROWS(st, r_, l_, d_)                                                                              \
+    do {                                                                                                           \
+        const int h_ = hk * group + (st) / nqt, i_ = q_lo + ((st) % nqt) * BM + (r_);                             \
+        l_ = INFINITY;                                                                                             \
+        d_ = 0.0f;                                                                                                 \
+        if (i_ < sq.sq) {                                                                                          \
+            const float lse_ = a.lse[a.group_mode ? (int64_t)h_ * a.lse_stride_h + sq.q_start + i_                  \
+                                                  : (int64_t)b * a.lse_stride_b + (int64_t)h_ * a.lse_stride_h + i_]; \
+            l_ = lse_ == -INFINITY ? INFINITY : lse_ * CKT_LOG2E;                                                  \
+            d_ = dsum[(int64_t)h_ * meta->total_q_rows + q_row0 + i_];                                             \
+        }                                                                                                          \
+    } while (0)
+        /* the rows of a tile: thread r < BM holds row r (CKT_STATIC_ASSERT: BM <= threads) */
+        float pre_l = INFINITY, pre_d = 0.0f;
+        if (nsteps > 0) {
             CKT__FB_ISSUE(0);
-        else
+            if (tid < BM) {
+                CKT__FB_ROWS(0, tid, pre_l, pre_d);
+                CKT__FB_SROWS(0)[tid] = pre_l;
+                CKT__FB_SROWS(0)[BM + tid] = pre_d;
+            }
+        } else {
             ckt_pipe_commit();
+        }
 
         /* dK and dV of this warp's tile, in registers across the unit */
         float dk_acc[CKT_WARP_ACC_REGS(KWM, KWN)], dv_acc[CKT_WARP_ACC_REGS(VWM, VWN)];
@@ -435,8 +465,12 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
             const int h = hk * group + st / nqt, q0 = q_lo + (st % nqt) * BM, stg = st % CKT__FB_STAGES;
             ckt_cp_async_wait(0);
             ckt_block_sync(); /* step st's tiles have landed; step st-1 is done with P^T, dS^T */
-            if (CKT__FB_STAGES > 1 && st + 1 < nsteps)
+            const int prefetch = CKT__FB_STAGES > 1 && st + 1 < nsteps;
+            if (prefetch) {
                 CKT__FB_ISSUE(st + 1);
+                if (tid < BM) /* loaded now, stored after S^T / dP^T: the latency hides behind them */
+                    CKT__FB_ROWS(st + 1, tid, pre_l, pre_d);
+            }
             const ckt_smem_tile sQ = CKT__FB_SQ(stg), sdO = CKT__FB_SDO(stg);
             const float *rows = CKT__FB_SROWS(stg);
 
@@ -487,6 +521,10 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
                 ckt_warp_store_acc_b16(sPt, s_acc, sw_m, sw_n, SWM, SWN, 1.0f, bf16);
                 ckt_warp_store_acc_b16(sdSt, dp_acc, sw_m, sw_n, SWM, SWN, 1.0f, bf16);
             }
+            if (prefetch && tid < BM) {
+                CKT__FB_SROWS((st + 1) % CKT__FB_STAGES)[tid] = pre_l;
+                CKT__FB_SROWS((st + 1) % CKT__FB_STAGES)[BM + tid] = pre_d;
+            }
             ckt_block_sync(); /* P^T and dS^T complete */
 
             /* dV[keys x DV] += P^T dO and dK[keys x D] += dS^T Q */
@@ -527,24 +565,28 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
                         ckt_warp_load_b_kn(kf, sK, kk, c0 + wn, KSTEP, QWN);
                         ckt_warp_mma(q_acc, sf, kf, QWM, QWN, KSTEP, bf16);
                     }
+                    /* fp32 atomics; deterministic mode: into this block's own
+                     * slot, which no other block touches, and each element is
+                     * always added by the same thread, so the additions come
+                     * in program order: a fixed order, the same bytes every run */
                     CKT_UNROLL
                     for (int i = 0; i < CKT_WARP_ACC_REGS(QWM, QWN); i++) {
                         int r, c;
                         ckt_warp_acc_coord(&r, &c, i, lane, QWM, QWN);
                         const int qi = q0 + wm + r, col = c0 + wn + c;
-                        if (qi < sq.sq && col < a.hdim_q) {
-                            float *dst = dqs + (int64_t)qi * a.hdim_q + col;
-                            if (meta->persistent)
-                                *dst += q_acc[i]; /* this block's own slot: a fixed order */
-                            else
-                                ckt_atomic_add_f32(dst, q_acc[i]);
-                        }
+                        if (qi < sq.sq && col < a.hdim_q)
+                            ckt_atomic_add_f32(dqs + (int64_t)qi * a.hdim_q + col, q_acc[i]);
                     }
                 }
             }
             if (CKT__FB_STAGES == 1 && st + 1 < nsteps) {
                 ckt_block_sync(); /* everyone is done with the single stage */
                 CKT__FB_ISSUE(st + 1);
+                if (tid < BM) {
+                    CKT__FB_ROWS(st + 1, tid, pre_l, pre_d);
+                    CKT__FB_SROWS(0)[tid] = pre_l;
+                    CKT__FB_SROWS(0)[BM + tid] = pre_d;
+                }
             }
         }
         ckt_cp_async_wait_all();
@@ -561,6 +603,7 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
             ckt__fmha_bwd_store_acc(dvp, a.dv_stride_s, dv_acc, (warp / VGN) * VWM, (warp % VGN) * VWN, VWM, VWN,
                                     sq.sk - n0, a.hdim_v, 1.0f, bf16);
 #undef CKT__FB_ISSUE
+#undef CKT__FB_ROWS
     }
 #undef CKT__FB_STAGE
 #undef CKT__FB_SQ
@@ -681,6 +724,16 @@ static inline ckt_status CKT__FB_FN(_run)(const ckt_fmha_bwd_plan *plan, const c
 #undef CKT__FB_BN
 #undef CKT__FB_BM
 #undef CKT__FB_QC
+#undef CKT__FB_GN
+#undef CKT__FB_GM
+#undef CKT__FB_GN_ANY
+#undef CKT__FB_GN_CAP
+#undef CKT__FB_GM_ANY
+#undef CKT__FB_BEST
+#undef CKT__FB_MIN2
+#undef CKT__FB_COST
+#undef CKT__FB_OK
+#undef CKT__FB_LAYOUT
 #undef CKT__FB_K_ELEMS
 #undef CKT__FB_V_ELEMS
 #undef CKT__FB_Q_ELEMS
