@@ -26,6 +26,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(CKT__EMU_ASAN) && defined(__GLIBC__)
+#include <malloc.h> /* memalign, for ckt__emu_device_malloc */
+#endif
 
 #if CKT_EMU_WARP_SIZE == 32
 #define CKT_HAS_CP_ASYNC 1
@@ -203,6 +206,39 @@ static inline void ckt_buffer_store_u32x4(void *base, int64_t num_bytes, int64_t
 {
     if (ckt__emu_buffer_ok(base, num_bytes, off, 16, "ckt_buffer_store_u32x4"))
         memcpy((unsigned char *)base + off, &v, 16);
+}
+
+/* >>device memory: what ckt_rt_malloc returns on the CPU backend
+ * `bytes` at a 256-byte aligned address (GPU allocators align that much),
+ * filled with 0xFF bytes (fresh GPU memory is garbage), or NULL. Without ASan
+ * the block is padded to a multiple of 256 bytes, as on a GPU. Under ASan no
+ * byte past `bytes` is addressable, so an access of even one element past the
+ * end is reported: with glibc the block is exactly `bytes` (memalign), and the
+ * report is a heap-buffer-overflow naming the block and the ckt_rt_malloc that
+ * made it; elsewhere the padding is poisoned (a use-after-poison report). An
+ * in-bounds access, a whole 16-byte vector included, is never reported. */
+
+static inline void *ckt__emu_device_malloc(size_t bytes)
+{
+    const size_t align = 256;
+    size_t rounded = (bytes + align - 1) / align * align;
+    if (rounded < bytes) /* wrapped around: more than SIZE_MAX - 255 */
+        return NULL;
+#if defined(CKT__EMU_ASAN) && defined(__GLIBC__)
+    (void)rounded;
+    void *p = memalign(align, bytes);
+    if (p)
+        memset(p, 0xFF, bytes);
+#else
+    void *p = aligned_alloc(align, rounded);
+    if (p)
+        memset(p, 0xFF, rounded);
+#if defined(CKT__EMU_ASAN)
+    if (p)
+        __asan_poison_memory_region((unsigned char *)p + bytes, rounded - bytes);
+#endif
+#endif
+    return p;
 }
 
 #endif /* CKT_BACKEND_CPU */

@@ -563,7 +563,7 @@ CKT_KERNEL(oob_read_kernel, oob_params, p)
 TEST(AsanDeathTest, OutOfBoundsGlobalReadInAKernelIsReported)
 {
     GTEST_FLAG_SET(death_test_style, "threadsafe");
-    const int n = 256; // 1 KiB: ckt_rt_malloc rounds to 256 bytes, so no slack
+    const int n = 256; // 1 KiB, a multiple of 256 bytes: no padding after it
     void *x, *y;
     ASSERT_EQ(ckt_rt_malloc(&x, n * 4), CKT_SUCCESS);
     ASSERT_EQ(ckt_rt_malloc(&y, n * 4), CKT_SUCCESS);
@@ -571,6 +571,100 @@ TEST(AsanDeathTest, OutOfBoundsGlobalReadInAKernelIsReported)
     EXPECT_DEATH(ckt_rt_launch(CKT_KERNEL_REF(oob_read_kernel), ckt_dim3_make(1, 1, 1),
                                ckt_dim3_make(n, 1, 1), 0, NULL, &p),
                  "heap-buffer-overflow");
+    ckt_rt_free(x);
+    ckt_rt_free(y);
+}
+
+// ckt_rt_malloc pads to 256 bytes like a GPU allocator, but under ASan no byte
+// past the requested size is addressable: one element past the end of a block
+// of any size is reported, and the report names the block.
+// 1000 bytes = 250 floats, not a multiple of 256.
+const int kRagged = 250;
+
+// Thread t writes y[t + 1]: the last one writes one float past the end.
+CKT_KERNEL(oob_write_kernel, oob_params, p)
+{
+    int t = (int)ckt_thread_rank();
+    p.y[t + 1] = p.x[t];
+}
+
+TEST(AsanDeathTest, ReadOneElementPastARaggedAllocationIsReported)
+{
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    void *x, *y;
+    ASSERT_EQ(ckt_rt_malloc(&x, kRagged * 4), CKT_SUCCESS);
+    ASSERT_EQ(ckt_rt_malloc(&y, kRagged * 4), CKT_SUCCESS);
+    oob_params p = {(const float *)x, (float *)y, kRagged};
+    EXPECT_DEATH(ckt_rt_launch(CKT_KERNEL_REF(oob_read_kernel), ckt_dim3_make(1, 1, 1),
+                               ckt_dim3_make(kRagged, 1, 1), 0, NULL, &p),
+                 "heap-buffer-overflow.*READ of size 4.*located 0 bytes (to the right of|after) "
+                 "1000-byte region");
+    ckt_rt_free(x);
+    ckt_rt_free(y);
+}
+
+TEST(AsanDeathTest, WriteOneElementPastARaggedAllocationIsReported)
+{
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    void *x, *y;
+    ASSERT_EQ(ckt_rt_malloc(&x, kRagged * 4), CKT_SUCCESS);
+    ASSERT_EQ(ckt_rt_malloc(&y, kRagged * 4), CKT_SUCCESS);
+    oob_params p = {(const float *)x, (float *)y, kRagged};
+    EXPECT_DEATH(ckt_rt_launch(CKT_KERNEL_REF(oob_write_kernel), ckt_dim3_make(1, 1, 1),
+                               ckt_dim3_make(kRagged, 1, 1), 0, NULL, &p),
+                 "heap-buffer-overflow.*WRITE of size 4.*located 0 bytes (to the right of|after) "
+                 "1000-byte region");
+    ckt_rt_free(x);
+    ckt_rt_free(y);
+}
+
+typedef struct vec_params {
+    const ckt_u32x4 *x;
+    ckt_u32x4 *y;
+} vec_params;
+
+// y[t] = x[t], one 16-byte vector per thread.
+CKT_KERNEL(vec_copy_kernel, vec_params, p)
+{
+    unsigned t = ckt_thread_rank();
+    p.y[t] = p.x[t];
+}
+
+// Whole 16-byte vectors up to the very end of a ragged allocation (1008 bytes
+// = 63 vectors, not a multiple of 256) are in bounds: not reported.
+TEST(AsanTest, VectorsUpToTheEndOfARaggedAllocationAreFine)
+{
+    const unsigned nvec = 63;
+    void *x, *y;
+    ASSERT_EQ(ckt_rt_malloc(&x, nvec * 16), CKT_SUCCESS);
+    ASSERT_EQ(ckt_rt_malloc(&y, nvec * 16), CKT_SUCCESS);
+    std::vector<uint32_t> h(nvec * 4), back(nvec * 4);
+    for (size_t i = 0; i < h.size(); i++)
+        h[i] = (uint32_t)i * 2654435761u;
+    ASSERT_EQ(ckt_rt_memcpy(x, h.data(), nvec * 16, CKT_H2D), CKT_SUCCESS);
+    vec_params p = {(const ckt_u32x4 *)x, (ckt_u32x4 *)y};
+    ASSERT_EQ(ckt_rt_launch(CKT_KERNEL_REF(vec_copy_kernel), ckt_dim3_make(1, 1, 1),
+                            ckt_dim3_make(nvec, 1, 1), 0, NULL, &p),
+              CKT_SUCCESS);
+    ASSERT_EQ(ckt_rt_memcpy(back.data(), y, nvec * 16, CKT_D2H), CKT_SUCCESS);
+    EXPECT_EQ(back, h);
+    ckt_rt_free(x);
+    ckt_rt_free(y);
+}
+
+// ... and one vector more, wholly past the end, is.
+TEST(AsanDeathTest, OneVectorPastARaggedAllocationIsReported)
+{
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    const unsigned nvec = 63;
+    void *x, *y;
+    ASSERT_EQ(ckt_rt_malloc(&x, nvec * 16), CKT_SUCCESS);
+    ASSERT_EQ(ckt_rt_malloc(&y, (nvec + 1) * 16), CKT_SUCCESS);
+    vec_params p = {(const ckt_u32x4 *)x, (ckt_u32x4 *)y};
+    EXPECT_DEATH(ckt_rt_launch(CKT_KERNEL_REF(vec_copy_kernel), ckt_dim3_make(1, 1, 1),
+                               ckt_dim3_make(nvec + 1, 1, 1), 0, NULL, &p),
+                 "heap-buffer-overflow.*READ of size.*located 0 bytes (to the right of|after) "
+                 "1008-byte region");
     ckt_rt_free(x);
     ckt_rt_free(y);
 }
