@@ -321,3 +321,49 @@ def ckt_header_check(name, hdrs):
         backend = BACKEND,
         target_compatible_with = GPU_ONLY,
     )
+
+def _compile_check_impl(ctx):
+    backend = ctx.attr.backend
+    if backend == "nvidia":
+        cmd = ctx.var.get("CKT_NVCC", _NVCC) + " -std=c++17 -x cu -c -o /dev/null -I. " + \
+              "-Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror -arch=sm_90a"
+    elif backend == "amd":
+        cmd = ctx.var.get("CKT_HIPCC", _HIPCC) + " -std=c++17 -x hip -c -o /dev/null -I. " + \
+              "-Wall -Wextra -Werror --offload-arch=gfx90a"
+    else:
+        fail("ckt_gpu_compile_check needs --config=nvidia or --config=amd")
+    stamp = ctx.actions.declare_file(ctx.label.name + ".ok")
+    script = "set -e\n"
+    for f in ctx.files.srcs:
+        script += "%s %s || { echo \"%s does not compile cleanly for %s\"; exit 1; }\n" % \
+                  (cmd, f.path, f.short_path, backend)
+    ctx.actions.run_shell(
+        command = script + "touch %s\n" % stamp.path,
+        inputs = ctx.files.srcs + ctx.files.hdrs,
+        outputs = [stamp],
+        mnemonic = "CktCompileCheck",
+        progress_message = "Compiling %s for %s (warnings as errors)" % (ctx.label, backend),
+        use_default_shell_env = True,
+    )
+    return [DefaultInfo(files = depset([stamp]))]
+
+_compile_check = rule(
+    implementation = _compile_check_impl,
+    attrs = {
+        "srcs": attr.label_list(allow_files = [".c", ".cc", ".cu"]),
+        "hdrs": attr.label_list(allow_files = [".h"]),
+        "backend": attr.string(mandatory = True),
+    },
+)
+
+def ckt_gpu_compile_check(name, srcs, hdrs):
+    """Builds (in --config=nvidia / amd) only if every source compiles, as CUDA
+    or HIP C++17, with -Wall -Wextra and warnings as errors (nothing is linked
+    or run: the cpu configuration runs such a source, e.g. //tests:zero_init_test)."""
+    _compile_check(
+        name = name,
+        srcs = srcs,
+        hdrs = hdrs,
+        backend = BACKEND,
+        target_compatible_with = GPU_ONLY,
+    )
