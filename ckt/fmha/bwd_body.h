@@ -117,7 +117,11 @@
 /* k-steps per trip of the MMA loops (0: full unrolling; measured on H200 at
  * d128: 2 per trip 175, full 183 TFLOPS) */
 #ifndef CKT_FMHA_BWD_UNROLL
+#if defined(CKT_HAS_MFMA)
+#define CKT_FMHA_BWD_UNROLL 1 /* CDNA: full unrolling hoists every LDS read and spills (as in the forward) */
+#else
 #define CKT_FMHA_BWD_UNROLL 0
+#endif
 #endif
 #if CKT_FMHA_BWD_UNROLL > 0
 #define CKT__FB_KUNROLL CKT_UNROLL_BY(CKT_FMHA_BWD_UNROLL)
