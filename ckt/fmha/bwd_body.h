@@ -128,6 +128,15 @@
 #else
 #define CKT__FB_KUNROLL CKT_UNROLL
 #endif
+/* the products over the query tile (dV, dK, dQ): their own knob */
+#ifndef CKT_FMHA_BWD_UNROLL_D
+#define CKT_FMHA_BWD_UNROLL_D CKT_FMHA_BWD_UNROLL
+#endif
+#if CKT_FMHA_BWD_UNROLL_D > 0
+#define CKT__FB_KUNROLL_D CKT_UNROLL_BY(CKT_FMHA_BWD_UNROLL_D)
+#else
+#define CKT__FB_KUNROLL_D CKT_UNROLL
+#endif
 /* dQ is computed in column chunks of at most 128 (registers) */
 #define CKT__FB_QC (CKT__FB_D > 128 ? 128 : CKT__FB_D)
 
@@ -557,7 +566,7 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
             /* dV[keys x DV] += P^T dO and dK[keys x D] += dS^T Q */
             if (warp < VGM * VGN) {
                 const int wm = (warp / VGN) * VWM, wn = (warp % VGN) * VWN;
-                CKT__FB_KUNROLL
+                CKT__FB_KUNROLL_D
                 for (int kk = 0; kk < BM; kk += KSTEP) {
                     uint32_t pf[CKT_WARP_A_REGS(VWM, KSTEP)], of[CKT_WARP_B_REGS(KSTEP, VWN)];
                     ckt_warp_load_a(pf, sPt, wm, kk, VWM, KSTEP);
@@ -567,7 +576,7 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
             }
             if (warp < KGM * KGN) {
                 const int wm = (warp / KGN) * KWM, wn = (warp % KGN) * KWN;
-                CKT__FB_KUNROLL
+                CKT__FB_KUNROLL_D
                 for (int kk = 0; kk < BM; kk += KSTEP) {
                     uint32_t sf[CKT_WARP_A_REGS(KWM, KSTEP)], qf[CKT_WARP_B_REGS(KSTEP, KWN)];
                     ckt_warp_load_a(sf, sdSt, wm, kk, KWM, KSTEP);
@@ -585,7 +594,7 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
                     CKT_UNROLL
                     for (int i = 0; i < CKT_WARP_ACC_REGS(QWM, QWN); i++)
                         q_acc[i] = 0.0f;
-                    CKT__FB_KUNROLL
+                    CKT__FB_KUNROLL_D
                     for (int kk = 0; kk < BN; kk += KSTEP) {
                         uint32_t sf[CKT_WARP_A_REGS(QWM, KSTEP)], kf[CKT_WARP_B_REGS(KSTEP, QWN)];
                         ckt_warp_load_a_km(sf, sdSt, kk, wm, QWM, KSTEP);
@@ -750,6 +759,8 @@ static inline ckt_status CKT__FB_FN(_run)(const ckt_fmha_bwd_plan *plan, const c
 #undef CKT_FMHA_BWD_UNROLL
 #undef CKT_FMHA_BWD_LAYOUT
 #undef CKT__FB_KUNROLL
+#undef CKT__FB_KUNROLL_D
+#undef CKT_FMHA_BWD_UNROLL_D
 #undef CKT__FB_FN
 #undef CKT__FB_D
 #undef CKT__FB_DV
