@@ -219,21 +219,30 @@ static inline int64_t ckt__fmha_bwd_mul(int64_t a, int64_t b)
     return a * b;
 }
 
-/* The fp32 elements of dq_acc and the rows of D in the worst case the plan
- * admits (no length read): every entry max_seqlen_q rows, nsplits at most the
- * blocks one (b, hk) can span, min(grid, key tiles). -1 on overflow. */
+/* The fp32 elements of dq_acc in the worst case the plan admits (no length
+ * read): nhead_q * hdim_q * max_seqlen_q * (a bound on sum_b nsplits[b]). Not
+ * persistent: nsplits = 1, so batch. Persistent: each entry's nsplits is at
+ * most the blocks one (b, hk) can span, min(grid, key tiles of max_seqlen_k);
+ * and, summed over the entries, at most batch + grid - 1: nsplits[b] - 1 is
+ * the number of block starts strictly inside one head's unit range of entry
+ * b, the heads' ranges are disjoint and there are grid - 1 block starts past
+ * 0. So sum_b nsplits[b] <= min(batch * min(grid, tiles), batch + grid - 1).
+ * -1 on overflow. */
 static inline int64_t ckt__fmha_bwd_dq_bound(const ckt_fmha_bwd_plan *p)
 {
     const ckt_fmha_bwd_traits *t = &p->traits;
-    int64_t nsplits = 1;
+    int64_t splits = t->batch; /* the bound on sum_b nsplits[b] */
     if (p->persistent) {
         const int64_t nt = ckt__fmha_bwd_ntiles(t->max_seqlen_k, p->block_n);
-        nsplits = nt < p->grid ? nt : p->grid;
-        if (nsplits < 1)
-            nsplits = 1;
+        int64_t per_entry = nt < p->grid ? nt : p->grid;
+        if (per_entry < 1)
+            per_entry = 1;
+        splits = (int64_t)t->batch * per_entry;
+        if (splits > (int64_t)t->batch + p->grid - 1)
+            splits = (int64_t)t->batch + p->grid - 1;
     }
-    int64_t e = ckt__fmha_bwd_mul((int64_t)t->batch * t->max_seqlen_q, (int64_t)t->nhead_q * t->hdim_q);
-    return e < 0 ? -1 : ckt__fmha_bwd_mul(e, nsplits);
+    const int64_t e = ckt__fmha_bwd_mul((int64_t)t->max_seqlen_q * t->hdim_q, (int64_t)t->nhead_q);
+    return e < 0 ? -1 : ckt__fmha_bwd_mul(e, splits);
 }
 
 /* The pinned staging buffer of ckt_fmha_bwd_prepare_async:
@@ -345,9 +354,10 @@ static inline ckt_status ckt_fmha_bwd_plan_make(ckt_fmha_bwd_plan *plan, const c
 
 /* The workspace any lengths within the plan's maxima need, computed from the
  * plan alone (so a caller can allocate once; ckt_fmha_bwd_prepare_async
- * requires it): meta_bytes + dq_acc (batch * max_seqlen_q rows, nsplits at
- * most min(grid, key tiles of max_seqlen_k) per entry, 1 when not persistent)
- * + D. 0 for a NULL plan. */
+ * requires it): meta_bytes + dq_acc + D with every entry at max_seqlen_q rows
+ * and the splits at their most: 1 per entry when not persistent; else at most
+ * min(grid, key tiles of max_seqlen_k) per entry and batch + grid - 1 in all
+ * (ckt__fmha_bwd_dq_bound says why). 0 for a NULL plan. */
 static inline size_t ckt_fmha_bwd_workspace_upper_bound(const ckt_fmha_bwd_plan *p)
 {
     if (!p)

@@ -190,6 +190,11 @@ void check_meta(const Case &c, const ckt_fmha_bwd_plan &p, const std::vector<int
         }
         ASSERT_EQ(ns[b], want) << "nsplits[" << b << "]";
     }
+    // the upper bound's argument: sum_b nsplits[b] <= batch + grid - 1
+    int64_t splits = 0;
+    for (int b = 0; b < B; b++)
+        splits += ns[b];
+    ASSERT_LE(splits, B + G - 1);
     int64_t dq = 0;
     for (int b = 0; b < B; b++) {
         ASSERT_EQ(ds[b], dq);
@@ -298,6 +303,44 @@ TEST(BwdWorkspace, UpperBoundIsTightForUniformMaxima)
     check_meta(c, p, meta);
     EXPECT_EQ(ckt_fmha_bwd_meta_nsplits(header(meta))[0], 4);
     EXPECT_EQ((size_t)header(meta)->need_bytes, ckt_fmha_bwd_workspace_upper_bound(&p));
+}
+
+TEST(BwdWorkspace, UpperBoundCountsTheGridOnceNotPerEntry)
+{
+    // 64 entries of up to 4096 keys on 16 blocks: at most 64 + 15 slots in all,
+    // not 64 entries x 16
+    ckt_fmha_bwd_traits t = ckt_fmha_bwd_traits();
+    t.batch = 64;
+    t.nhead_q = 8;
+    t.nhead_k = 2;
+    t.hdim_q = t.hdim_v = 128;
+    t.dtype = CKT_BF16;
+    t.group_mode = 1;
+    t.max_seqlen_q = t.max_seqlen_k = 4096;
+    t.deterministic = 1;
+    t.multiprocessors = 8;
+    ckt_fmha_bwd_plan p;
+    ASSERT_EQ(ckt_fmha_bwd_plan_make(&p, &t, 64, 128, 2), CKT_SUCCESS);
+    const size_t rows = 64 * 4096, dq = rows * 8 * 128 * 4 * (64 + 15) / 64;
+    EXPECT_EQ(ckt_fmha_bwd_workspace_upper_bound(&p), p.meta_bytes + (dq + 255) / 256 * 256 + rows * 8 * 4);
+    // and it holds: every entry at the maxima but the last, causal
+    Case c;
+    c.t = t;
+    c.t.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT;
+    c.block_m = 64;
+    c.block_n = 128;
+    c.blocks_per_mp = 2;
+    c.seqstart_q = {0};
+    c.seqstart_k = {0};
+    for (int b = 0; b < 64; b++) {
+        const int l = b == 63 ? 1000 : 4096;
+        c.sq.push_back(l);
+        c.sk.push_back(l);
+        c.seqstart_q.push_back(c.seqstart_q.back() + l);
+        c.seqstart_k.push_back(c.seqstart_k.back() + l);
+    }
+    ckt_fmha_bwd_plan pc = make_plan(c);
+    check_meta(c, pc, pack(pc, c));
 }
 
 TEST(BwdWorkspace, ManyHeadsFewKeysLeaveNoBlockIdle)
