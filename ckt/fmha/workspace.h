@@ -107,7 +107,7 @@ typedef struct ckt_fmha_bwd_traits {
     ckt_fmha_mask mask;
     int window_left, window_right;
     int deterministic;
-    int multiprocessors; /* 0: the current device's (ckt_rt_device_props) */
+    int multiprocessors; /* 0: the current device's (ckt_rt_multiprocessors) */
 } ckt_fmha_bwd_traits;
 
 /* A plan: the traits and what the instance and the device add. Made by
@@ -317,11 +317,11 @@ static inline ckt_status ckt_fmha_bwd_plan_make(ckt_fmha_bwd_plan *plan, const c
 #undef CKT__WS_CHECK
     plan->traits = *t;
     if (t->multiprocessors == 0) {
-        ckt_device_props d;
-        ckt_status s = ckt_rt_device_props(&d);
+        int n = 0;
+        ckt_status s = ckt_rt_multiprocessors(&n);
         if (s != CKT_SUCCESS)
             return s;
-        plan->traits.multiprocessors = d.multiprocessors > 0 ? d.multiprocessors : 1;
+        plan->traits.multiprocessors = n > 0 ? n : 1;
     }
     plan->block_m = block_m;
     plan->block_n = block_n;

@@ -15,7 +15,7 @@
  *            ckt_rt_event_record(e, s) ckt_rt_event_synchronize(e)
  *            ckt_rt_event_elapsed_ms(&ms, start, stop)
  *   launch   ckt_rt_launch(CKT_KERNEL_REF(k), grid, block, smem, stream, &params)
- *   device   ckt_rt_device_props(&props)
+ *   device   ckt_rt_device_props(&props) ckt_rt_multiprocessors(&n)
  *
  * On the CPU backend "device" memory is host memory (filled with 0xFF bytes at
  * allocation, as uninitialised GPU memory is garbage), streams are synchronous
@@ -428,6 +428,28 @@ static inline ckt_status ckt_rt_launch(ckt_kernel_ref k, ckt_dim3 grid, ckt_dim3
 }
 
 /* >>device */
+
+/* The current device's multiprocessor count (SMs / CUs / CPU cores): one
+ * attribute query, cheap enough for every call (ckt_rt_device_props fills
+ * the whole struct and is slow on CUDA). */
+static inline ckt_status ckt_rt_multiprocessors(int *n)
+{
+    if (!n)
+        return ckt__fail(CKT_ERROR_NULL_POINTER, "ckt_rt_multiprocessors: n is NULL");
+#if defined(CKT_BACKEND_CPU)
+    long c = sysconf(_SC_NPROCESSORS_ONLN);
+    *n = c > 0 ? (int)c : 1;
+#elif defined(CKT_BACKEND_NVIDIA)
+    int dev = 0;
+    CKT__RT(cudaGetDevice(&dev), "ckt_rt_multiprocessors");
+    CKT__RT(cudaDeviceGetAttribute(n, cudaDevAttrMultiProcessorCount, dev), "ckt_rt_multiprocessors");
+#else
+    int dev = 0;
+    CKT__RT(hipGetDevice(&dev), "ckt_rt_multiprocessors");
+    CKT__RT(hipDeviceGetAttribute(n, hipDeviceAttributeMultiprocessorCount, dev), "ckt_rt_multiprocessors");
+#endif
+    return CKT_SUCCESS;
+}
 
 static inline ckt_status ckt_rt_device_props(ckt_device_props *p)
 {
