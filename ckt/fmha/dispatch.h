@@ -65,7 +65,7 @@ const char *ckt_fmha_status_string(int status);
  *   ckt_fmha_bwd_plan_init(&plan, &t);                 // picks the instance
  *   void *ws; ckt_rt_malloc(&ws, ckt_fmha_bwd_workspace_upper_bound(&plan));
  *   a.workspace = ws; a.workspace_bytes = ...;
- *   ckt_fmha_bwd_prepare_async(&plan, &a, staging, stream);   // or ckt_fmha_bwd_prepare
+ *   ckt_fmha_bwd_prepare_async(&plan, &a, staging, plan.staging_bytes, stream);  // or _prepare
  *   ckt_fmha_bwd_run(&plan, &a, stream);               // dot_do_o, dq_dk_dv, convert_dq
  *
  * or, in one call that plans and prepares synchronously (group mode: reads

@@ -16,6 +16,7 @@
  *            ckt_rt_event_elapsed_ms(&ms, start, stop)
  *   launch   ckt_rt_launch(CKT_KERNEL_REF(k), grid, block, smem, stream, &params)
  *   device   ckt_rt_device_props(&props) ckt_rt_multiprocessors(&n)
+ *            ckt_rt_compute_capability(&major, &minor)
  *
  * On the CPU backend "device" memory is host memory (filled with 0xFF bytes at
  * allocation, as uninitialised GPU memory is garbage), streams are synchronous
@@ -447,6 +448,28 @@ static inline ckt_status ckt_rt_multiprocessors(int *n)
     int dev = 0;
     CKT__RT(hipGetDevice(&dev), "ckt_rt_multiprocessors");
     CKT__RT(hipDeviceGetAttribute(n, hipDeviceAttributeMultiprocessorCount, dev), "ckt_rt_multiprocessors");
+#endif
+    return CKT_SUCCESS;
+}
+
+/* The current device's architecture version, cheaply: NVIDIA compute
+ * capability (9.0 for Hopper); AMD gfx9xx as 9, xx; 0.0 on the CPU. */
+static inline ckt_status ckt_rt_compute_capability(int *major, int *minor)
+{
+    if (!major || !minor)
+        return ckt__fail(CKT_ERROR_NULL_POINTER, "ckt_rt_compute_capability: %s is NULL", major ? "minor" : "major");
+#if defined(CKT_BACKEND_CPU)
+    *major = *minor = 0;
+#elif defined(CKT_BACKEND_NVIDIA)
+    int dev = 0;
+    CKT__RT(cudaGetDevice(&dev), "ckt_rt_compute_capability");
+    CKT__RT(cudaDeviceGetAttribute(major, cudaDevAttrComputeCapabilityMajor, dev), "ckt_rt_compute_capability");
+    CKT__RT(cudaDeviceGetAttribute(minor, cudaDevAttrComputeCapabilityMinor, dev), "ckt_rt_compute_capability");
+#else
+    int dev = 0;
+    CKT__RT(hipGetDevice(&dev), "ckt_rt_compute_capability");
+    CKT__RT(hipDeviceGetAttribute(major, hipDeviceAttributeComputeCapabilityMajor, dev), "ckt_rt_compute_capability");
+    CKT__RT(hipDeviceGetAttribute(minor, hipDeviceAttributeComputeCapabilityMinor, dev), "ckt_rt_compute_capability");
 #endif
     return CKT_SUCCESS;
 }
