@@ -67,8 +67,8 @@ def time_sdpa(backend, q, k, v, causal, warmup, repeat, flush):
         return None, str(e).splitlines()[0][:80]
 
 
-def load_anchors(path):
-    """{(dtype, d, s, causal, backend): tflops} from the anchors TSV (fwd rows)."""
+def load_anchors(path, pass_="fwd"):
+    """{(dtype, d, s, causal, backend): tflops} from the anchors TSV (the rows of pass_: fwd or bwd)."""
     anchors = {}
     if not path or not os.path.exists(path):
         return anchors
@@ -77,7 +77,7 @@ def load_anchors(path):
             if line.startswith("#") or line.startswith("pass"):
                 continue
             p = line.rstrip("\n").split("\t")
-            if len(p) < 10 or p[0] != "fwd":
+            if len(p) < 10 or p[0] != pass_:
                 continue
             anchors[(p[1], int(p[5]), int(p[4]), int(p[6]), p[7])] = float(p[9])
     return anchors
