@@ -94,6 +94,157 @@ ckt_status ckt_fmha_fwd(const ckt_fmha_fwd_args *a, ckt_stream stream)
     return in ? in->launch(a, stream) : st;
 }
 
+/* >>backward */
+
+#define CKT__FMHA_BWD_LIST(file) ckt__fmha_bwd_##file,
+static const ckt_fmha_bwd_instance *const ckt__fmha_bwd_tables[] = {CKT__FMHA_BWD_FILES(CKT__FMHA_BWD_LIST)};
+#undef CKT__FMHA_BWD_LIST
+
+enum {
+    CKT__FMHA_BWD_COUNT =
+        (int)(sizeof ckt__fmha_bwd_tables / sizeof ckt__fmha_bwd_tables[0]) * CKT__FMHA_FWD_PER_FILE
+};
+
+const ckt_fmha_bwd_instance *ckt_fmha_bwd_instance_at(int i)
+{
+    if (i < 0 || i >= CKT__FMHA_BWD_COUNT)
+        return NULL;
+    return &ckt__fmha_bwd_tables[i / CKT__FMHA_FWD_PER_FILE][i % CKT__FMHA_FWD_PER_FILE];
+}
+
+/* The cheapest backward instance covering traits t (head dims, dtype), or
+ * NULL with the reason. The instance's fits() sees an args struct with t's
+ * type and head dims. */
+static const ckt_fmha_bwd_instance *ckt__fmha_bwd_pick(const ckt_fmha_bwd_traits *t, ckt_status *st)
+{
+    *st = CKT_SUCCESS;
+    if (!t) {
+        *st = ckt__fail(CKT_ERROR_NULL_POINTER, "ckt_fmha_bwd: traits is NULL");
+        return NULL;
+    }
+    if (t->dtype != CKT_F16 && t->dtype != CKT_BF16) {
+        *st = ckt__fail(CKT_ERROR_UNSUPPORTED, "dtype: %s (%d): ckt_fmha_bwd takes fp16 or bf16",
+                        ckt_dtype_name(t->dtype), (int)t->dtype);
+        return NULL;
+    }
+    if (t->hdim_q <= 0 || t->hdim_v <= 0) {
+        *st = ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "%s: %d (must be > 0)", t->hdim_q <= 0 ? "hdim_q" : "hdim_v",
+                        t->hdim_q <= 0 ? t->hdim_q : t->hdim_v);
+        return NULL;
+    }
+    ckt_fmha_bwd_args probe = CKT_ZERO_INIT;
+    probe.dtype = t->dtype;
+    probe.hdim_q = t->hdim_q;
+    probe.hdim_v = t->hdim_v;
+    const ckt_fmha_bwd_instance *best = NULL;
+    int covered = 0; /* some instance's head dims cover t, but it does not fit (target limits) */
+    for (int i = 0; i < CKT__FMHA_BWD_COUNT; i++) {
+        const ckt_fmha_bwd_instance *in = ckt_fmha_bwd_instance_at(i);
+        if (in->dtype != t->dtype || in->hdim < t->hdim_q || in->hdim_v < t->hdim_v)
+            continue;
+        covered = 1;
+        if (!in->fits(&probe))
+            continue;
+        if (!best || in->hdim + in->hdim_v < best->hdim + best->hdim_v ||
+            (in->hdim + in->hdim_v == best->hdim + best->hdim_v && in->hdim < best->hdim))
+            best = in;
+    }
+    if (!best) {
+        const char *why = t->hdim_q % CKT_FMHA_VEC_ELEMS ? "hdim_q is not a multiple of 8"
+                        : t->hdim_v % CKT_FMHA_VEC_ELEMS ? "hdim_v is not a multiple of 8"
+                        : t->hdim_q > CKT__FMHA_FWD_MAX_HDIM || t->hdim_v > CKT__FMHA_FWD_MAX_HDIM
+                              ? "head dims go up to 256"
+                        : covered ? "this target's backward instances stop below it (CDNA: head dims up to 192, "
+                                    "the LDS limit)"
+                                  : "no compiled head-dim pair covers it";
+        *st = ckt__fail(CKT_ERROR_NO_INSTANCE, "ckt_fmha_bwd: no instance for %s hdim_q=%d hdim_v=%d: %s",
+                        ckt_dtype_name(t->dtype), t->hdim_q, t->hdim_v, why);
+    }
+    return best;
+}
+
+const ckt_fmha_bwd_instance *ckt_fmha_bwd_select(const ckt_fmha_bwd_traits *t)
+{
+    ckt_status st;
+    return ckt__fmha_bwd_pick(t, &st);
+}
+
+ckt_status ckt_fmha_bwd_plan_init(ckt_fmha_bwd_plan *plan, const ckt_fmha_bwd_traits *t)
+{
+    ckt_status st;
+    if (!plan)
+        return ckt__fail(CKT_ERROR_NULL_POINTER, "plan: NULL");
+    const ckt_fmha_bwd_instance *in = ckt__fmha_bwd_pick(t, &st);
+    if (!in)
+        return st;
+    st = ckt_fmha_bwd_plan_make(plan, t, in->block_m, in->block_n, in->blocks_per_mp);
+    if (st == CKT_SUCCESS)
+        plan->instance = in;
+    return st;
+}
+
+ckt_status ckt_fmha_bwd_run(const ckt_fmha_bwd_plan *plan, const ckt_fmha_bwd_args *a, ckt_stream stream)
+{
+    if (!plan)
+        return ckt__fail(CKT_ERROR_NULL_POINTER, "plan: NULL");
+    if (!plan->instance)
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
+                         "plan: has no instance (make it with ckt_fmha_bwd_plan_init, or run your own instance's "
+                         "NAME_run)");
+    return ((const ckt_fmha_bwd_instance *)plan->instance)->run(plan, a, stream);
+}
+
+/* The traits of a call: its own sizes as the maxima. */
+static ckt_fmha_bwd_traits ckt__fmha_bwd_traits_of(const ckt_fmha_bwd_args *a)
+{
+    ckt_fmha_bwd_traits t = CKT_ZERO_INIT;
+    t.batch = a->batch;
+    t.nhead_q = a->nhead_q;
+    t.nhead_k = a->nhead_k;
+    t.max_seqlen_q = a->seqlen_q;
+    t.max_seqlen_k = a->seqlen_k;
+    t.hdim_q = a->hdim_q;
+    t.hdim_v = a->hdim_v;
+    t.dtype = a->dtype;
+    t.group_mode = a->group_mode;
+    t.mask = a->mask;
+    t.window_left = a->window_left;
+    t.window_right = a->window_right;
+    t.deterministic = a->deterministic;
+    return t;
+}
+
+size_t ckt_fmha_bwd_workspace_bytes(const ckt_fmha_bwd_args *a)
+{
+    if (!a) {
+        ckt__fail(CKT_ERROR_NULL_POINTER, "args: NULL");
+        return 0;
+    }
+    const ckt_fmha_bwd_traits t = ckt__fmha_bwd_traits_of(a);
+    ckt_fmha_bwd_plan plan;
+    if (ckt_fmha_bwd_plan_init(&plan, &t) != CKT_SUCCESS)
+        return 0;
+    return ckt_fmha_bwd_workspace_upper_bound(&plan);
+}
+
+ckt_status ckt_fmha_bwd(const ckt_fmha_bwd_args *a, ckt_stream stream)
+{
+    if (!a)
+        return ckt__fail(CKT_ERROR_NULL_POINTER, "args: NULL");
+    const ckt_fmha_bwd_traits t = ckt__fmha_bwd_traits_of(a);
+    ckt_fmha_bwd_plan plan;
+    ckt_status st = ckt_fmha_bwd_plan_init(&plan, &t);
+    if (st != CKT_SUCCESS)
+        return st;
+    /* validate before touching the workspace (prepare writes it) */
+    const ckt_fmha_bwd_instance *in = (const ckt_fmha_bwd_instance *)plan.instance;
+    st = ckt_fmha_bwd_validate(a, a->dtype, in->hdim, in->hdim_v);
+    if (st != CKT_SUCCESS || ckt_fmha_bwd_is_empty(a))
+        return st;
+    st = ckt_fmha_bwd_prepare(&plan, a, stream);
+    return st != CKT_SUCCESS ? st : in->run(&plan, a, stream);
+}
+
 const char *ckt_fmha_last_error(void) { return ckt_last_error(); }
 
 const char *ckt_fmha_status_string(int status) { return ckt_status_string((ckt_status)status); }
@@ -145,5 +296,60 @@ size_t ckt_fmha_fwd_args_offset(const char *field)
     CKT__FMHA_FIELD(window_left)
     CKT__FMHA_FIELD(window_right)
     return (size_t)-1;
+#undef CKT__FMHA_FIELD
+}
+
+size_t ckt_fmha_bwd_args_offset(const char *field)
+{
+#define CKT__FMHA_FIELD(f)                                                                        \
+    if (strcmp(field, #f) == 0)                                                                   \
+        return offsetof(ckt_fmha_bwd_args, f);
+#define CKT__FMHA_STRIDES(t) CKT__FMHA_FIELD(t##_stride_b) CKT__FMHA_FIELD(t##_stride_h) CKT__FMHA_FIELD(t##_stride_s)
+    if (!field)
+        return (size_t)-1;
+    if (strcmp(field, "sizeof") == 0)
+        return sizeof(ckt_fmha_bwd_args);
+    CKT__FMHA_FIELD(q)
+    CKT__FMHA_FIELD(k)
+    CKT__FMHA_FIELD(v)
+    CKT__FMHA_FIELD(o)
+    CKT__FMHA_FIELD(dout)
+    CKT__FMHA_FIELD(lse)
+    CKT__FMHA_FIELD(dq)
+    CKT__FMHA_FIELD(dk)
+    CKT__FMHA_FIELD(dv)
+    CKT__FMHA_FIELD(dtype)
+    CKT__FMHA_FIELD(batch)
+    CKT__FMHA_FIELD(nhead_q)
+    CKT__FMHA_FIELD(nhead_k)
+    CKT__FMHA_FIELD(seqlen_q)
+    CKT__FMHA_FIELD(seqlen_k)
+    CKT__FMHA_FIELD(hdim_q)
+    CKT__FMHA_FIELD(hdim_v)
+    CKT__FMHA_STRIDES(q)
+    CKT__FMHA_STRIDES(k)
+    CKT__FMHA_STRIDES(v)
+    CKT__FMHA_STRIDES(o)
+    CKT__FMHA_STRIDES(do)
+    CKT__FMHA_STRIDES(dq)
+    CKT__FMHA_STRIDES(dk)
+    CKT__FMHA_STRIDES(dv)
+    CKT__FMHA_FIELD(lse_stride_b)
+    CKT__FMHA_FIELD(lse_stride_h)
+    CKT__FMHA_FIELD(group_mode)
+    CKT__FMHA_FIELD(seqstart_q)
+    CKT__FMHA_FIELD(seqstart_k)
+    CKT__FMHA_FIELD(seqlen_q_ptr)
+    CKT__FMHA_FIELD(seqlen_k_ptr)
+    CKT__FMHA_FIELD(scale)
+    CKT__FMHA_FIELD(softcap)
+    CKT__FMHA_FIELD(mask)
+    CKT__FMHA_FIELD(window_left)
+    CKT__FMHA_FIELD(window_right)
+    CKT__FMHA_FIELD(deterministic)
+    CKT__FMHA_FIELD(workspace)
+    CKT__FMHA_FIELD(workspace_bytes)
+    return (size_t)-1;
+#undef CKT__FMHA_STRIDES
 #undef CKT__FMHA_FIELD
 }

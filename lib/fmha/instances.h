@@ -20,6 +20,9 @@
 /* The instance files, cheapest first (the dispatcher still picks by cost). */
 #define CKT__FMHA_FWD_FILES(X) X(d32) X(d64) X(d96) X(d128) X(d192_dv128) X(d192) X(d256)
 
+/* The backward's instance files (bwd_<dims>.c, ckt/fmha/bwd_body.h), the same pairs. */
+#define CKT__FMHA_BWD_FILES(X) X(d32) X(d64) X(d96) X(d128) X(d192_dv128) X(d192) X(d256)
+
 /* Instances per file: fp16 and bf16. */
 #define CKT__FMHA_FWD_PER_FILE 2
 
@@ -28,6 +31,11 @@
 /* The body's NAME_fits / NAME_launch are static: the table carries them out. */
 #define CKT__FMHA_FWD_ENTRY(name, dtype, hdim, hdim_v) {#name, (dtype), (hdim), (hdim_v), name##_fits, name##_launch}
 
+/* The backward's: the body defines NAME_fits / NAME_run and its tile. */
+#define CKT__FMHA_BWD_TABLE(file) const ckt_fmha_bwd_instance ckt__fmha_bwd_##file[CKT__FMHA_FWD_PER_FILE]
+#define CKT__FMHA_BWD_ENTRY(name, dtype, hdim, hdim_v)                                                    \
+    {#name, (dtype), (hdim), (hdim_v), name##_block_m, name##_block_n, name##_blocks_per_mp, name##_fits, name##_run}
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -35,6 +43,9 @@ extern "C" {
 #define CKT__FMHA_FWD_DECLARE(file) extern CKT__FMHA_FWD_TABLE(file);
 CKT__FMHA_FWD_FILES(CKT__FMHA_FWD_DECLARE)
 #undef CKT__FMHA_FWD_DECLARE
+#define CKT__FMHA_BWD_DECLARE(file) extern CKT__FMHA_BWD_TABLE(file);
+CKT__FMHA_BWD_FILES(CKT__FMHA_BWD_DECLARE)
+#undef CKT__FMHA_BWD_DECLARE
 #ifdef __cplusplus
 }
 #endif

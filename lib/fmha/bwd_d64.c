@@ -1,0 +1,19 @@
+/* lib/fmha/bwd_d64.c — libckt_fmha backward instances: fp16 and bf16, hdim_q 64, hdim_v 64. */
+#include "lib/fmha/instances.h"
+
+#define CKT_FMHA_NAME ckt_fmha_bwd_f16_d64
+#define CKT_FMHA_DTYPE CKT_F16
+#define CKT_FMHA_HDIM 64
+#include CKT_FMHA_BWD_BODY
+
+#define CKT_FMHA_NAME ckt_fmha_bwd_bf16_d64
+#define CKT_FMHA_DTYPE CKT_BF16
+#define CKT_FMHA_HDIM 64
+#include CKT_FMHA_BWD_BODY
+
+#if !defined(CKT_DEVICE_PASS) /* host data: the device pass of hipcc would emit it too */
+CKT__FMHA_BWD_TABLE(d64) = {
+    CKT__FMHA_BWD_ENTRY(ckt_fmha_bwd_f16_d64, CKT_F16, 64, 64),
+    CKT__FMHA_BWD_ENTRY(ckt_fmha_bwd_bf16_d64, CKT_BF16, 64, 64),
+};
+#endif

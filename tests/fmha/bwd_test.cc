@@ -1,0 +1,574 @@
+// The FMHA backward through the dispatcher (ckt_fmha_bwd, libckt_fmha) against
+// the CPU reference (ckt/fmha/ref_bwd.h): modes x masks x head dims x dtypes x
+// GQA x soft-cap x layouts x ragged lengths (1, 3, 55, 100, 257, zero-length
+// group entries, padding), deterministic and not. The forward (ckt_fmha_fwd)
+// makes O and LSE; the reference takes those same O and LSE. Also: nothing
+// outside the logical rows of dQ / dK / dV is written, deterministic mode
+// gives the same bytes under other emulator schedules and thread counts, the
+// plan + asynchronous prepare path matches the one-call path, and bad
+// workspaces are refused.
+#include "ckt/fmha.h"
+#include "ckt/fmha/ref_bwd.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Case {
+    ckt_dtype dt = CKT_F16;
+    int d = 64, dv = 64;
+    int group = 0;
+    int batch = 2, h = 2, hk = 2;
+    std::vector<int> sq = {55}, sk = {100}; // per entry in group mode (the last repeats)
+    int qpad = -1, kpad = -1;               // group mode: extra physical rows per entry (-1: none, no seqlen ptrs)
+    ckt_fmha_mask mask = CKT_MASK_NONE;
+    int wl = 0, wr = 0;
+    int perm = 1; // [b][h][s][d] (1) or [b][s][h][d] (0)
+    float scale = 0.0f, softcap = 0.0f;
+    int det = 0;
+    int row_pad = 0; // extra elements per row (multiple of 8)
+    std::string name;
+};
+
+std::string list(const std::vector<int> &v)
+{
+    std::string s;
+    for (size_t i = 0; i < v.size(); i++)
+        s += (i ? "_" : "") + std::to_string(v[i]);
+    return s;
+}
+
+std::string case_name(const Case &c)
+{
+    static const char *masks[] = {"none", "tl", "br", "wtl", "wbr"};
+    auto side = [](int x) { return x < 0 ? std::string("x") : std::to_string(x); };
+    std::string n = std::string(c.dt == CKT_BF16 ? "bf16" : "fp16") + "_d" + std::to_string(c.d) + "_dv" +
+                    std::to_string(c.dv) + (c.group ? "_group" : "_batch") + "_b" + std::to_string(c.batch) + "_h" +
+                    std::to_string(c.h) + "_" + std::to_string(c.hk) + "_sq" + list(c.sq) + "_sk" + list(c.sk) +
+                    "_" + masks[c.mask];
+    if (c.mask >= CKT_MASK_WINDOW_TOP_LEFT)
+        n += side(c.wl) + "_" + side(c.wr);
+    if (c.qpad >= 0 || c.kpad >= 0)
+        n += "_pad" + side(c.qpad) + "_" + side(c.kpad);
+    n += c.perm ? "" : "_bshd";
+    n += c.row_pad ? "_rowpad" : "";
+    n += c.scale != 0.0f ? "_scaled" : "";
+    n += c.softcap != 0.0f ? "_softcap" : "";
+    n += c.det ? "_det" : "";
+    return n;
+}
+
+void strides(int64_t *sb, int64_t *sh, int64_t *ss, int perm, int nhead, int64_t rows, int64_t row)
+{
+    if (perm) {
+        *ss = row;
+        *sh = rows * row;
+        *sb = nhead * rows * row;
+    } else {
+        *ss = nhead * row;
+        *sh = row;
+        *sb = rows * nhead * row;
+    }
+}
+
+const uint16_t kSentinel = 0x7b7b;
+
+struct BwdRun {
+    ckt_fmha_bwd_args h = CKT_ZERO_INIT; // host view
+    ckt_fmha_bwd_args d = CKT_ZERO_INIT; // device arguments
+    std::vector<int32_t> start_q, start_k, len_q, len_k;
+    std::vector<uint16_t> q, k, v, o, dout, dq, dk, dv;
+    std::vector<float> lse;
+    std::vector<void *> allocs;
+
+    BwdRun() = default;
+    BwdRun(const BwdRun &) = delete;
+    BwdRun &operator=(const BwdRun &) = delete;
+    ~BwdRun()
+    {
+        for (void *p : allocs)
+            ckt_rt_free(p);
+    }
+    void *to_device(const void *src, size_t bytes)
+    {
+        void *p = nullptr;
+        EXPECT_EQ(ckt_rt_malloc(&p, bytes ? bytes : 1), CKT_SUCCESS);
+        if (p && src && bytes) {
+            EXPECT_EQ(ckt_rt_memcpy(p, src, bytes, CKT_H2D), CKT_SUCCESS);
+        }
+        allocs.push_back(p);
+        return p;
+    }
+};
+
+// Builds the tensors, runs the forward for O and LSE, and sets up the device
+// arguments of the backward (dq / dk / dv filled with the sentinel; no
+// workspace yet).
+void setup(const Case &c, BwdRun &r)
+{
+    ckt_fmha_bwd_args &a = r.h;
+    a.dtype = c.dt;
+    a.batch = c.batch;
+    a.nhead_q = c.h;
+    a.nhead_k = c.hk;
+    a.hdim_q = c.d;
+    a.hdim_v = c.dv;
+    a.group_mode = c.group;
+    a.mask = c.mask;
+    a.window_left = c.wl;
+    a.window_right = c.wr;
+    a.scale = c.scale;
+    a.softcap = c.softcap;
+    a.deterministic = c.det;
+    int64_t rows_q, rows_k;
+    if (c.group) {
+        r.start_q.assign(1, 3); // entries need not start at row 0
+        r.start_k.assign(1, 0);
+        for (int b = 0; b < c.batch; b++) {
+            const int lq = c.sq[std::min<size_t>(b, c.sq.size() - 1)], lk = c.sk[std::min<size_t>(b, c.sk.size() - 1)];
+            r.len_q.push_back(lq);
+            r.len_k.push_back(lk);
+            r.start_q.push_back(r.start_q.back() + lq + (c.qpad > 0 ? c.qpad : 0));
+            r.start_k.push_back(r.start_k.back() + lk + (c.kpad > 0 ? c.kpad : 0));
+            a.seqlen_q = std::max(a.seqlen_q, lq);
+            a.seqlen_k = std::max(a.seqlen_k, lk);
+        }
+        a.seqstart_q = r.start_q.data();
+        a.seqstart_k = r.start_k.data();
+        a.seqlen_q_ptr = c.qpad >= 0 ? r.len_q.data() : nullptr;
+        a.seqlen_k_ptr = c.kpad >= 0 ? r.len_k.data() : nullptr;
+        rows_q = r.start_q.back();
+        rows_k = r.start_k.back();
+    } else {
+        a.seqlen_q = c.sq[0];
+        a.seqlen_k = c.sk[0];
+        rows_q = a.seqlen_q;
+        rows_k = a.seqlen_k;
+    }
+    const int p = c.row_pad;
+    strides(&a.q_stride_b, &a.q_stride_h, &a.q_stride_s, c.perm, c.h, rows_q, c.d + p);
+    strides(&a.k_stride_b, &a.k_stride_h, &a.k_stride_s, c.perm, c.hk, rows_k, c.d + p);
+    strides(&a.v_stride_b, &a.v_stride_h, &a.v_stride_s, c.perm, c.hk, rows_k, c.dv + p);
+    strides(&a.o_stride_b, &a.o_stride_h, &a.o_stride_s, c.perm, c.h, rows_q, c.dv + p);
+    strides(&a.do_stride_b, &a.do_stride_h, &a.do_stride_s, !c.perm, c.h, rows_q, c.dv); // the other layout
+    strides(&a.dq_stride_b, &a.dq_stride_h, &a.dq_stride_s, c.perm, c.h, rows_q, c.d + p);
+    strides(&a.dk_stride_b, &a.dk_stride_h, &a.dk_stride_s, !c.perm, c.hk, rows_k, c.d);
+    strides(&a.dv_stride_b, &a.dv_stride_h, &a.dv_stride_s, c.perm, c.hk, rows_k, c.dv + p);
+    a.lse_stride_h = rows_q + 1; // a gap between heads
+    a.lse_stride_b = c.group ? 0 : c.h * a.lse_stride_h;
+    if (c.group)
+        a.q_stride_b = a.k_stride_b = a.v_stride_b = a.o_stride_b = a.do_stride_b = a.dq_stride_b = a.dk_stride_b =
+            a.dv_stride_b = 0;
+
+    r.q.assign(ckt_fmha_bwd_elems(&a, CKT_FMHA_BWD_TENSOR_Q), 0);
+    r.k.assign(ckt_fmha_bwd_elems(&a, CKT_FMHA_BWD_TENSOR_K), 0);
+    r.v.assign(ckt_fmha_bwd_elems(&a, CKT_FMHA_BWD_TENSOR_V), 0);
+    r.o.assign(ckt_fmha_bwd_elems(&a, CKT_FMHA_BWD_TENSOR_O), 0);
+    r.dout.assign(ckt_fmha_bwd_elems(&a, CKT_FMHA_BWD_TENSOR_DO), 0);
+    r.dq.assign(ckt_fmha_bwd_elems(&a, CKT_FMHA_BWD_TENSOR_DQ), kSentinel);
+    r.dk.assign(ckt_fmha_bwd_elems(&a, CKT_FMHA_BWD_TENSOR_DK), kSentinel);
+    r.dv.assign(ckt_fmha_bwd_elems(&a, CKT_FMHA_BWD_TENSOR_DV), kSentinel);
+    r.lse.assign(ckt_fmha_bwd_elems(&a, CKT_FMHA_BWD_TENSOR_LSE), 0.0f);
+    const uint64_t seed = std::hash<std::string>()(c.name) & 0xffff;
+    ASSERT_EQ(ckt_fill(r.q.data(), c.dt, r.q.size(), ckt_init_uniform(-1, 1), seed), CKT_SUCCESS);
+    ASSERT_EQ(ckt_fill(r.k.data(), c.dt, r.k.size(), ckt_init_uniform(-1, 1), seed + 1), CKT_SUCCESS);
+    ASSERT_EQ(ckt_fill(r.v.data(), c.dt, r.v.size(), ckt_init_uniform(-1, 1), seed + 2), CKT_SUCCESS);
+    ASSERT_EQ(ckt_fill(r.dout.data(), c.dt, r.dout.size(), ckt_init_uniform(-1, 1), seed + 3), CKT_SUCCESS);
+
+    ckt_fmha_bwd_args &d = r.d;
+    d = a;
+    d.q = r.to_device(r.q.data(), r.q.size() * 2);
+    d.k = r.to_device(r.k.data(), r.k.size() * 2);
+    d.v = r.to_device(r.v.data(), r.v.size() * 2);
+    d.o = r.to_device(r.o.data(), r.o.size() * 2);
+    d.dout = r.to_device(r.dout.data(), r.dout.size() * 2);
+    d.lse = (const float *)r.to_device(r.lse.data(), r.lse.size() * 4);
+    d.dq = r.to_device(r.dq.data(), r.dq.size() * 2);
+    d.dk = r.to_device(r.dk.data(), r.dk.size() * 2);
+    d.dv = r.to_device(r.dv.data(), r.dv.size() * 2);
+    if (c.group) {
+        d.seqstart_q = (const int32_t *)r.to_device(r.start_q.data(), r.start_q.size() * 4);
+        d.seqstart_k = (const int32_t *)r.to_device(r.start_k.data(), r.start_k.size() * 4);
+        d.seqlen_q_ptr = a.seqlen_q_ptr ? (const int32_t *)r.to_device(r.len_q.data(), r.len_q.size() * 4) : nullptr;
+        d.seqlen_k_ptr = a.seqlen_k_ptr ? (const int32_t *)r.to_device(r.len_k.data(), r.len_k.size() * 4) : nullptr;
+    }
+
+    // the forward: O and LSE
+    ckt_fmha_fwd_args f = CKT_ZERO_INIT;
+    f.q = d.q;
+    f.k = d.k;
+    f.v = d.v;
+    f.o = (void *)d.o;
+    f.lse = (float *)d.lse;
+    f.dtype = c.dt;
+    f.batch = a.batch;
+    f.nhead_q = a.nhead_q;
+    f.nhead_k = a.nhead_k;
+    f.seqlen_q = a.seqlen_q;
+    f.seqlen_k = a.seqlen_k;
+    f.hdim_q = a.hdim_q;
+    f.hdim_v = a.hdim_v;
+    f.q_stride_b = a.q_stride_b, f.q_stride_h = a.q_stride_h, f.q_stride_s = a.q_stride_s;
+    f.k_stride_b = a.k_stride_b, f.k_stride_h = a.k_stride_h, f.k_stride_s = a.k_stride_s;
+    f.v_stride_b = a.v_stride_b, f.v_stride_h = a.v_stride_h, f.v_stride_s = a.v_stride_s;
+    f.o_stride_b = a.o_stride_b, f.o_stride_h = a.o_stride_h, f.o_stride_s = a.o_stride_s;
+    f.lse_stride_b = a.lse_stride_b, f.lse_stride_h = a.lse_stride_h;
+    f.group_mode = a.group_mode;
+    f.seqstart_q = d.seqstart_q;
+    f.seqstart_k = d.seqstart_k;
+    f.seqlen_q_ptr = d.seqlen_q_ptr;
+    f.seqlen_k_ptr = d.seqlen_k_ptr;
+    f.scale = a.scale;
+    f.softcap = a.softcap;
+    f.mask = a.mask;
+    f.window_left = a.window_left;
+    f.window_right = a.window_right;
+    ASSERT_EQ(ckt_fmha_fwd(&f, nullptr), CKT_SUCCESS) << ckt_last_error();
+    ASSERT_EQ(ckt_rt_device_synchronize(), CKT_SUCCESS);
+    ASSERT_EQ(ckt_rt_memcpy(r.o.data(), d.o, r.o.size() * 2, CKT_D2H), CKT_SUCCESS);
+    ASSERT_EQ(ckt_rt_memcpy(r.lse.data(), d.lse, r.lse.size() * 4, CKT_D2H), CKT_SUCCESS);
+    a.q = r.q.data();
+    a.k = r.k.data();
+    a.v = r.v.data();
+    a.o = r.o.data();
+    a.dout = r.dout.data();
+    a.lse = r.lse.data();
+}
+
+// The one-call backward: workspace of ckt_fmha_bwd_workspace_bytes, then the
+// outputs back to the host.
+ckt_status run_bwd(BwdRun &r)
+{
+    const size_t ws = ckt_fmha_bwd_workspace_bytes(&r.d);
+    if (ws == 0)
+        return CKT_ERROR_INVALID_ARGUMENT;
+    r.d.workspace = r.to_device(nullptr, ws);
+    r.d.workspace_bytes = ws;
+    ckt_status s = ckt_fmha_bwd(&r.d, nullptr);
+    if (s != CKT_SUCCESS)
+        return s;
+    EXPECT_EQ(ckt_rt_device_synchronize(), CKT_SUCCESS);
+    EXPECT_EQ(ckt_rt_memcpy(r.dq.data(), r.d.dq, r.dq.size() * 2, CKT_D2H), CKT_SUCCESS);
+    EXPECT_EQ(ckt_rt_memcpy(r.dk.data(), r.d.dk, r.dk.size() * 2, CKT_D2H), CKT_SUCCESS);
+    EXPECT_EQ(ckt_rt_memcpy(r.dv.data(), r.d.dv, r.dv.size() * 2, CKT_D2H), CKT_SUCCESS);
+    return CKT_SUCCESS;
+}
+
+// Elements of a tensor that belong to logical rows.
+std::vector<char> logical_mask(const ckt_fmha_bwd_args &a, size_t n, int heads, int q_side, int64_t sb, int64_t sh,
+                               int64_t ss, int width)
+{
+    std::vector<char> m(n, 0);
+    for (int b = 0; b < a.batch; b++) {
+        const ckt_fmha_seq e = ckt_fmha_seq_resolve(a.group_mode, a.seqstart_q, a.seqstart_k, a.seqlen_q_ptr,
+                                                    a.seqlen_k_ptr, a.seqlen_q, a.seqlen_k, b);
+        const int64_t rows = q_side ? e.sq : e.sk, start = q_side ? e.q_start : e.k_start;
+        for (int h = 0; h < heads; h++)
+            for (int64_t i = 0; i < rows; i++) {
+                const int64_t off = ckt_fmha_row_offset(a.group_mode, b, h, start + i, sb, sh, ss);
+                for (int c = 0; c < width; c++)
+                    m[(size_t)(off + c)] = 1;
+            }
+    }
+    return m;
+}
+
+void expect_untouched(const std::vector<uint16_t> &t, const std::vector<char> &logical, const char *name)
+{
+    for (size_t i = 0; i < t.size(); i++)
+        if (!logical[i]) {
+            ASSERT_EQ(t[i], kSentinel) << name << " element " << i << " outside the logical rows was written";
+        }
+}
+
+class Bwd : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Bwd, MatchesReference)
+{
+    const Case &c = GetParam();
+    BwdRun r;
+    setup(c, r);
+    if (HasFatalFailure())
+        return;
+    ASSERT_EQ(run_bwd(r), CKT_SUCCESS) << ckt_last_error();
+    const ckt_fmha_bwd_args &a = r.h;
+    std::vector<float> dq_ref(r.dq.size(), 0.0f), dk_ref(r.dk.size(), 0.0f), dv_ref(r.dv.size(), 0.0f);
+    ASSERT_EQ(ckt_ref_fmha_bwd(&a, dq_ref.data(), dk_ref.data(), dv_ref.data(), nullptr), CKT_SUCCESS)
+        << ckt_last_error();
+    double rtol, atol;
+    ckt_fmha_bwd_tolerance(c.dt, c.d, c.dv, &rtol, &atol);
+    ckt_compare_result rq, rk, rv;
+    ckt_status s = ckt_ref_fmha_bwd_compare(&rq, &rk, &rv, &a, r.dq.data(), r.dk.data(), r.dv.data(), dq_ref.data(),
+                                            dk_ref.data(), dv_ref.data(), atol, rtol);
+    if (s != CKT_SUCCESS) {
+        ckt_compare_print(stderr, "dQ", &rq);
+        ckt_compare_print(stderr, "dK", &rk);
+        ckt_compare_print(stderr, "dV", &rv);
+    }
+    EXPECT_EQ(s, CKT_SUCCESS) << ckt_last_error();
+    expect_untouched(r.dq, logical_mask(a, r.dq.size(), a.nhead_q, 1, a.dq_stride_b, a.dq_stride_h, a.dq_stride_s, a.hdim_q),
+                     "dQ");
+    expect_untouched(r.dk, logical_mask(a, r.dk.size(), a.nhead_k, 0, a.dk_stride_b, a.dk_stride_h, a.dk_stride_s, a.hdim_q),
+                     "dK");
+    expect_untouched(r.dv, logical_mask(a, r.dv.size(), a.nhead_k, 0, a.dv_stride_b, a.dv_stride_h, a.dv_stride_s, a.hdim_v),
+                     "dV");
+}
+
+std::vector<Case> matrix()
+{
+    std::vector<Case> cs;
+    auto add = [&cs](Case c) {
+        c.name = case_name(c);
+        cs.push_back(c);
+    };
+    struct Dims {
+        int d, dv;
+    };
+    // every instance and padded head dims (CDNA: up to 192)
+    std::vector<Dims> dims = {{32, 32}, {64, 64}, {96, 96}, {128, 128}, {192, 128}, {192, 192}, {40, 40}, {128, 64}};
+#if !defined(CKT_CPU_PROFILE_CDNA) && !defined(CKT_BACKEND_AMD)
+    dims.push_back({256, 256});
+    dims.push_back({248, 256});
+#endif
+    int n = 0;
+    for (ckt_dtype dt : {CKT_F16, CKT_BF16})
+        for (const Dims &dd : dims) {
+            Case c;
+            c.dt = dt;
+            c.d = dd.d;
+            c.dv = dd.dv;
+            c.h = 4;
+            c.hk = 2;
+            c.sq = {70};
+            c.sk = {83};
+            c.batch = 1;
+            c.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT;
+            c.det = n++ % 2;
+            add(c);
+        }
+    struct Mask {
+        ckt_fmha_mask m;
+        int l, r;
+    };
+    const Mask masks[] = {{CKT_MASK_NONE, 0, 0},
+                          {CKT_MASK_CAUSAL_TOP_LEFT, 0, 0},
+                          {CKT_MASK_CAUSAL_BOTTOM_RIGHT, 0, 0},
+                          {CKT_MASK_WINDOW_TOP_LEFT, 16, 5},
+                          {CKT_MASK_WINDOW_BOTTOM_RIGHT, 40, 0},
+                          {CKT_MASK_WINDOW_TOP_LEFT, -1, 7},
+                          {CKT_MASK_WINDOW_BOTTOM_RIGHT, 3, -1}};
+    const int lens[][2] = {{1, 1}, {3, 257}, {55, 100}, {100, 55}, {257, 3}, {130, 130}};
+    for (const Mask &m : masks)
+        for (const auto &l : lens) {
+            Case c;
+            c.dt = n % 2 ? CKT_BF16 : CKT_F16;
+            c.mask = m.m;
+            c.wl = m.l;
+            c.wr = m.r;
+            c.sq = {l[0]};
+            c.sk = {l[1]};
+            c.batch = 1 + n % 2;
+            c.h = n % 3 == 0 ? 3 : 2;
+            c.hk = n % 3 == 0 ? 1 : 2;
+            c.perm = n % 5 != 2;
+            c.det = n % 3 == 1;
+            c.softcap = n % 7 == 4 ? 2.5f : 0.0f;
+            c.scale = n % 11 == 6 ? 0.3f : 0.0f;
+            c.row_pad = n % 6 == 5 ? 8 : 0;
+            n++;
+            add(c);
+        }
+    // group mode: ragged entries incl. zero-length ones, packed and padded
+    const std::vector<std::vector<int>> gq = {{1, 3, 55, 100, 257}, {0, 17, 0, 64}, {100, 0}};
+    const std::vector<std::vector<int>> gk = {{257, 3, 100, 55, 1}, {5, 0, 0, 80}, {33, 129}};
+    for (size_t gi = 0; gi < gq.size(); gi++)
+        for (const Mask &m : masks) {
+            Case c;
+            c.dt = n % 2 ? CKT_BF16 : CKT_F16;
+            c.group = 1;
+            c.batch = (int)gq[gi].size();
+            c.sq = gq[gi];
+            c.sk = gk[gi];
+            c.mask = m.m;
+            c.wl = m.l;
+            c.wr = m.r;
+            c.h = 4;
+            c.hk = n % 2 ? 1 : 2;
+            c.qpad = n % 3 == 0 ? -1 : 5;
+            c.kpad = n % 3 == 2 ? -1 : 11;
+            c.perm = n % 2;
+            c.d = n % 5 == 0 ? 128 : 64;
+            c.dv = c.d;
+            c.det = n % 2;
+            c.softcap = n % 4 == 3 ? 5.0f : 0.0f;
+            n++;
+            add(c);
+        }
+    return cs;
+}
+
+INSTANTIATE_TEST_SUITE_P(Matrix, Bwd, ::testing::ValuesIn(matrix()),
+                         [](const ::testing::TestParamInfo<Case> &i) { return i.param.name; });
+
+// Deterministic mode: the same bytes whatever the block order or thread count
+// (the emulator's schedules stand in for a GPU's block scheduler and stream
+// timing).
+TEST(BwdDeterministic, SameBytesUnderOtherSchedules)
+{
+    Case c;
+    c.group = 1;
+    c.batch = 3;
+    c.sq = {130, 0, 77};
+    c.sk = {200, 50, 129};
+    c.h = 4;
+    c.hk = 1;
+    c.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT;
+    c.det = 1;
+    c.name = case_name(c);
+    std::vector<uint16_t> first[3];
+    struct Sched {
+        int schedule;
+        uint64_t seed;
+        const char *threads;
+    };
+#if defined(CKT_BACKEND_CPU)
+    const Sched scheds[] = {{0, 0, "1"}, {1, 0, "3"}, {2, 7, "2"}, {2, 99, "4"}};
+#else
+    const Sched scheds[] = {{0, 0, ""}, {0, 0, ""}, {0, 0, ""}};
+#endif
+    int k = 0;
+    for (const Sched &s : scheds) {
+#if defined(CKT_BACKEND_CPU)
+        setenv("CKT_EMU_THREADS", s.threads, 1);
+        ckt_emu_set_schedule(s.schedule, s.seed);
+#else
+        (void)s;
+#endif
+        BwdRun r;
+        setup(c, r);
+        ASSERT_FALSE(HasFatalFailure());
+        ASSERT_EQ(run_bwd(r), CKT_SUCCESS) << ckt_last_error();
+        const std::vector<uint16_t> *outs[3] = {&r.dq, &r.dk, &r.dv};
+        for (int t = 0; t < 3; t++) {
+            if (k == 0)
+                first[t] = *outs[t];
+            else
+                EXPECT_TRUE(first[t] == *outs[t]) << "tensor " << "dq dk dv"[3 * t] << " differs under schedule " << k;
+        }
+        k++;
+    }
+#if defined(CKT_BACKEND_CPU)
+    ckt_emu_set_schedule(-1, 0);
+    unsetenv("CKT_EMU_THREADS");
+#endif
+}
+
+// The plan + asynchronous prepare path gives the same bytes as the one-call
+// path (deterministic), with a workspace sized by the upper bound of larger
+// maxima than the call's.
+TEST(BwdPlan, AsyncPrepareMatchesOneCall)
+{
+    Case c;
+    c.group = 1;
+    c.batch = 4;
+    c.sq = {40, 0, 99, 5};
+    c.sk = {64, 33, 0, 100};
+    c.qpad = 3;
+    c.kpad = 2;
+    c.h = 4;
+    c.hk = 2;
+    c.mask = CKT_MASK_WINDOW_BOTTOM_RIGHT;
+    c.wl = 20;
+    c.wr = 4;
+    c.det = 1;
+    c.name = case_name(c);
+    BwdRun one;
+    setup(c, one);
+    ASSERT_FALSE(HasFatalFailure());
+    ASSERT_EQ(run_bwd(one), CKT_SUCCESS) << ckt_last_error();
+
+    BwdRun r;
+    setup(c, r);
+    ASSERT_FALSE(HasFatalFailure());
+    ckt_fmha_bwd_traits t = CKT_ZERO_INIT;
+    t.batch = r.d.batch;
+    t.nhead_q = r.d.nhead_q;
+    t.nhead_k = r.d.nhead_k;
+    t.max_seqlen_q = 128; // larger than the call's
+    t.max_seqlen_k = 256;
+    t.hdim_q = r.d.hdim_q;
+    t.hdim_v = r.d.hdim_v;
+    t.dtype = r.d.dtype;
+    t.group_mode = 1;
+    t.mask = r.d.mask;
+    t.window_left = r.d.window_left;
+    t.window_right = r.d.window_right;
+    t.deterministic = 1;
+    ckt_fmha_bwd_plan plan;
+    ASSERT_EQ(ckt_fmha_bwd_plan_init(&plan, &t), CKT_SUCCESS) << ckt_last_error();
+    const size_t ub = ckt_fmha_bwd_workspace_upper_bound(&plan);
+    r.d.workspace = r.to_device(nullptr, ub);
+    r.d.workspace_bytes = ub;
+    void *staging = nullptr;
+    ASSERT_EQ(ckt_rt_malloc_host(&staging, plan.staging_bytes), CKT_SUCCESS);
+    ckt_stream st = nullptr;
+    ASSERT_EQ(ckt_rt_stream_create(&st), CKT_SUCCESS);
+    for (int rep = 0; rep < 2; rep++) { // the staging buffer serves consecutive prepares on one stream
+        ASSERT_EQ(ckt_fmha_bwd_prepare_async(&plan, &r.d, staging, plan.staging_bytes, st), CKT_SUCCESS)
+            << ckt_last_error();
+        ASSERT_EQ(ckt_fmha_bwd_run(&plan, &r.d, st), CKT_SUCCESS) << ckt_last_error();
+    }
+    ASSERT_EQ(ckt_rt_stream_synchronize(st), CKT_SUCCESS);
+    ASSERT_EQ(ckt_rt_stream_destroy(st), CKT_SUCCESS);
+    ASSERT_EQ(ckt_rt_free_host(staging), CKT_SUCCESS);
+    ASSERT_EQ(ckt_rt_memcpy(r.dq.data(), r.d.dq, r.dq.size() * 2, CKT_D2H), CKT_SUCCESS);
+    ASSERT_EQ(ckt_rt_memcpy(r.dk.data(), r.d.dk, r.dk.size() * 2, CKT_D2H), CKT_SUCCESS);
+    ASSERT_EQ(ckt_rt_memcpy(r.dv.data(), r.d.dv, r.dv.size() * 2, CKT_D2H), CKT_SUCCESS);
+    EXPECT_TRUE(r.dq == one.dq);
+    EXPECT_TRUE(r.dk == one.dk);
+    EXPECT_TRUE(r.dv == one.dv);
+}
+
+TEST(BwdErrors, WorkspaceAndPlan)
+{
+    Case c;
+    c.name = case_name(c);
+    BwdRun r;
+    setup(c, r);
+    ASSERT_FALSE(HasFatalFailure());
+    // no workspace
+    EXPECT_EQ(ckt_fmha_bwd(&r.d, nullptr), CKT_ERROR_NULL_POINTER);
+    EXPECT_NE(std::string(ckt_last_error()).find("workspace"), std::string::npos) << ckt_last_error();
+    // too small a workspace
+    r.d.workspace = r.to_device(nullptr, 256);
+    r.d.workspace_bytes = 256;
+    EXPECT_NE(ckt_fmha_bwd(&r.d, nullptr), CKT_SUCCESS);
+    EXPECT_NE(std::string(ckt_last_error()).find("workspace_bytes"), std::string::npos) << ckt_last_error();
+    // no LSE
+    r.d.lse = nullptr;
+    r.d.workspace_bytes = ckt_fmha_bwd_workspace_bytes(&r.d);
+    EXPECT_EQ(ckt_fmha_bwd(&r.d, nullptr), CKT_ERROR_NULL_POINTER);
+    EXPECT_NE(std::string(ckt_last_error()).find("lse"), std::string::npos) << ckt_last_error();
+    // a plan for other traits
+    ckt_fmha_bwd_traits t = CKT_ZERO_INIT;
+    t.batch = 1;
+    t.nhead_q = t.nhead_k = 1;
+    t.max_seqlen_q = t.max_seqlen_k = 16;
+    t.hdim_q = t.hdim_v = 64;
+    t.dtype = CKT_F16;
+    ckt_fmha_bwd_plan plan;
+    ASSERT_EQ(ckt_fmha_bwd_plan_init(&plan, &t), CKT_SUCCESS) << ckt_last_error();
+    EXPECT_NE(ckt_fmha_bwd_run(&plan, &r.d, nullptr), CKT_SUCCESS);
+    // head dims past 256
+    t.hdim_q = 264;
+    EXPECT_EQ(ckt_fmha_bwd_plan_init(&plan, &t), CKT_ERROR_NO_INSTANCE);
+}
+
+} // namespace
