@@ -12,10 +12,10 @@
 
 #include "ckt/fmha/args.h"
 #include "ckt/fmha/dispatch.h" /* ckt_fmha_fwd: the compiled instances of libckt_fmha */
+#include "ckt/fmha/ref.h"      /* CPU reference of the forward, FLOP count, comparison */
 #include "ckt/fmha/validate.h"
 #include "ckt/fmha/workspace.h" /* the backward's plan and workspace */
 #include "ckt/host.h"
-#include "ckt/host/ref_fmha.h" /* CPU reference, FLOP count, comparison */
 #include "ckt/tile.h"
 
 /* The forward kernel's body file, for `#include CKT_FMHA_FWD_BODY`. */

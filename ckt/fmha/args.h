@@ -147,19 +147,7 @@ typedef struct ckt_fmha_bwd_args {
     size_t workspace_bytes; /* its size, checked against the plan's need */
 } ckt_fmha_bwd_args;
 
-/* The window bounds a mask implies (left, right; -1 = unlimited) and whether
- * it is aligned bottom-right. */
-static inline void ckt_fmha_mask_window(const ckt_fmha_fwd_args *a, int *left, int *right,
-                                        int *bottom_right)
-{
-    switch (a->mask) {
-    case CKT_MASK_CAUSAL_TOP_LEFT: *left = -1; *right = 0; *bottom_right = 0; break;
-    case CKT_MASK_CAUSAL_BOTTOM_RIGHT: *left = -1; *right = 0; *bottom_right = 1; break;
-    case CKT_MASK_WINDOW_TOP_LEFT: *left = a->window_left; *right = a->window_right; *bottom_right = 0; break;
-    case CKT_MASK_WINDOW_BOTTOM_RIGHT: *left = a->window_left; *right = a->window_right; *bottom_right = 1; break;
-    default: *left = -1; *right = -1; *bottom_right = 0; break;
-    }
-}
+/* The mask's window, visibility predicate and tile ranges: ckt/fmha/mask.h. */
 
 /* Contiguous strides for [b][h][s][d] (bhsd = 1) or [b][s][h][d] (bhsd = 0);
  * in group mode the batch stride is unused (set to 0). */

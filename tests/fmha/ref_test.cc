@@ -1,13 +1,14 @@
-// The CPU reference of the FMHA forward (ckt/host/ref_fmha.h) on hand-computed
+// The CPU reference of the FMHA forward (ckt/fmha/ref.h) on hand-computed
 // cases: a single key gives V, uniform logits average the visible values (so
 // each mask's visible set shows in O and LSE), fully masked rows, seqlen_k = 0,
 // GQA / MQA head mapping, soft-cap, layouts, group mode with logical lengths;
 // and its helpers (tensor sizes, FLOP pairs, comparison).
+#include "ckt/fmha/ref.h"
 #include "ckt/host/random.h"
-#include "ckt/host/ref_fmha.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -384,6 +385,67 @@ TEST(RefFmha, CompareRoundsTheReferenceToTheOutputType)
     EXPECT_EQ(ro.first[0].index, 9u);
     EXPECT_EQ(rl.mismatches, 1u);
     EXPECT_EQ(rl.first[0].index, 1u);
+}
+
+// The kernels' tile predicates (ckt/fmha/mask.h) against the reference's
+// per-row keys, brute force over small entries, every mask kind and windows
+// with limited and unlimited sides: the key range of a query tile is the
+// hull of its rows' keys, a tile is "full" exactly when every row of it is a
+// logical row that sees every key of it, and the visible columns of a row
+// are its keys.
+TEST(RefFmha, MaskTilePredicatesAgreeWithTheRowKeys)
+{
+    const ckt_fmha_mask kinds[] = {CKT_MASK_NONE, CKT_MASK_CAUSAL_TOP_LEFT, CKT_MASK_CAUSAL_BOTTOM_RIGHT,
+                                   CKT_MASK_WINDOW_TOP_LEFT, CKT_MASK_WINDOW_BOTTOM_RIGHT};
+    const int windows[][2] = {{-1, -1}, {0, 0}, {2, -1}, {-1, 3}, {1, 2}};
+    for (ckt_fmha_mask kind : kinds)
+        for (const auto &w : windows)
+            for (int sq = 0; sq <= 7; sq++)
+                for (int sk = 0; sk <= 9; sk += 3) {
+                    const bool window = kind == CKT_MASK_WINDOW_TOP_LEFT || kind == CKT_MASK_WINDOW_BOTTOM_RIGHT;
+                    if (!window && (w[0] != -1 || w[1] != -1))
+                        continue;
+                    ckt_fmha_fwd_args a;
+                    memset(&a, 0, sizeof a);
+                    a.mask = kind;
+                    a.window_left = w[0];
+                    a.window_right = w[1];
+                    const ckt_fmha_mask_params m = ckt_fmha_mask_make(kind, w[0], w[1], sq, sk);
+                    std::vector<int64_t> lo(sq), hi(sq);
+                    for (int i = 0; i < sq; i++) {
+                        ckt_fmha_fwd_row_keys(&a, i, sq, sk, &lo[i], &hi[i]);
+                        int clo, chi; // inclusive, relative to n0 = 1
+                        ckt_fmha_mask_row_cols(&m, i, 1, &clo, &chi);
+                        for (int j = 0; j < sk; j++) {
+                            const bool sees = j >= lo[i] && j < hi[i];
+                            ASSERT_EQ(ckt_fmha_mask_visible(&m, i, j), sees) << kind << " " << i << " " << j;
+                            ASSERT_EQ(j - 1 >= clo && j - 1 <= chi, sees) << kind << " " << i << " " << j;
+                        }
+                    }
+                    for (int bm = 1; bm <= 4; bm++)
+                        for (int m0 = 0; m0 < sq + 2; m0++) {
+                            int64_t want_lo = sk, want_hi = 0;
+                            for (int i = m0; i < m0 + bm && i < sq; i++)
+                                if (lo[i] < hi[i]) {
+                                    want_lo = std::min(want_lo, lo[i]);
+                                    want_hi = std::max(want_hi, hi[i]);
+                                }
+                            int klo, khi;
+                            ckt_fmha_mask_key_range(&m, m0, bm, &klo, &khi);
+                            if (want_lo < want_hi) { // the range may be wider, never narrower
+                                ASSERT_LE(klo, want_lo) << kind << " sq " << sq << " sk " << sk << " m0 " << m0;
+                                ASSERT_GE(khi, want_hi) << kind << " sq " << sq << " sk " << sk << " m0 " << m0;
+                            }
+                            for (int bn = 1; bn <= 3; bn++)
+                                for (int n0 = 0; n0 < sk + 2; n0++) {
+                                    bool full = m0 + bm <= sq && n0 + bn <= sk;
+                                    for (int i = m0; full && i < m0 + bm; i++)
+                                        full = lo[i] <= n0 && n0 + bn <= hi[i];
+                                    ASSERT_EQ(ckt_fmha_mask_tile_full(&m, m0, bm, n0, bn) != 0, full)
+                                        << kind << " sq " << sq << " sk " << sk << " m0 " << m0 << " n0 " << n0;
+                                }
+                        }
+                }
 }
 
 } // namespace

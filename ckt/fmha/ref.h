@@ -1,4 +1,4 @@
-/* ckt/host/ref_fmha.h — CPU reference of the FMHA forward (ckt/fmha/args.h),
+/* ckt/fmha/ref.h — CPU reference of the FMHA forward (ckt/fmha/args.h),
  * fp64 accumulation, and the helpers around it: tensor sizes, the
  * mask-aware FLOP count, comparison of a kernel's O / LSE with the reference.
  *
@@ -23,14 +23,16 @@
  * Math, per batch entry b (logical lengths sq, sk), head h, query i:
  *   s_j = scale * Q[b][h][i] . K[b][h/g][j]        (double; scale 0 -> 1/sqrt(hdim_q))
  *   s_j = cap * tanh(s_j / cap)                    when softcap > 0
- *   visible j: 0 <= j < sk and j - i - off in [-left, right] (ckt_fmha_mask_window)
+ *   visible j: 0 <= j < sk and j - i - off in [-left, right] (ckt/fmha/mask.h)
  *   O = sum_j softmax(s)_j V[b][h/g][j], LSE = log sum_j exp(s_j)   (natural log)
  * A row with no visible key (also sk = 0) gets O = 0 and LSE = -inf.
  */
-#ifndef CKT_HOST_REF_FMHA_H
-#define CKT_HOST_REF_FMHA_H
+#ifndef CKT_FMHA_REF_H
+#define CKT_FMHA_REF_H
 
 #include "ckt/fmha/args.h"
+#include "ckt/fmha/mask.h"
+#include "ckt/fmha/seqlen.h"
 #include "ckt/fmha/validate.h"
 #include "ckt/host/compare.h"
 #include "ckt/host/dtype.h"
@@ -49,36 +51,22 @@ typedef enum ckt_fmha_tensor {
 } ckt_fmha_tensor;
 
 /* One batch entry of a host view: where its rows start and its logical
- * lengths (batch mode: 0, seqlen_q, seqlen_k). */
-typedef struct ckt_fmha_entry {
-    int64_t q_start, k_start;
-    int sq, sk;
-} ckt_fmha_entry;
+ * lengths (batch mode: 0, seqlen_q, seqlen_k): ckt/fmha/seqlen.h's. */
+typedef ckt_fmha_seq ckt_fmha_entry;
 
 static inline ckt_fmha_entry ckt_fmha_fwd_entry(const ckt_fmha_fwd_args *h, int b)
 {
-    ckt_fmha_entry e;
-    if (h->group_mode) {
-        e.q_start = h->seqstart_q[b];
-        e.k_start = h->seqstart_k[b];
-        e.sq = h->seqlen_q_ptr ? h->seqlen_q_ptr[b] : h->seqstart_q[b + 1] - h->seqstart_q[b];
-        e.sk = h->seqlen_k_ptr ? h->seqlen_k_ptr[b] : h->seqstart_k[b + 1] - h->seqstart_k[b];
-    } else {
-        e.q_start = e.k_start = 0;
-        e.sq = h->seqlen_q;
-        e.sk = h->seqlen_k;
-    }
-    return e;
+    return ckt_fmha_seq_resolve(h->group_mode, h->seqstart_q, h->seqstart_k, h->seqlen_q_ptr, h->seqlen_k_ptr,
+                                h->seqlen_q, h->seqlen_k, b);
 }
 
-/* The keys query i of an entry (sq, sk) sees: [*lo, *hi) (empty when lo >= hi). */
+/* The keys query i of an entry (sq, sk) sees: [*lo, *hi) (empty when lo >= hi),
+ * from the mask's window (ckt/fmha/mask.h), written out per row. */
 static inline void ckt_fmha_fwd_row_keys(const ckt_fmha_fwd_args *a, int64_t i, int64_t sq, int64_t sk,
                                          int64_t *lo, int64_t *hi)
 {
-    int left, right, br;
-    ckt_fmha_mask_window(a, &left, &right, &br);
-    const int64_t off = br ? sk - sq : 0;
-    int64_t l = left < 0 ? 0 : i + off - left, r = right < 0 ? sk : i + off + right + 1;
+    const ckt_fmha_mask_params m = ckt_fmha_mask_make(a->mask, a->window_left, a->window_right, (int)sq, (int)sk);
+    int64_t l = m.left < 0 ? 0 : i + m.off - m.left, r = m.right < 0 ? sk : i + m.off + m.right + 1;
     *lo = l < 0 ? 0 : l > sk ? sk : l;
     *hi = r < *lo ? *lo : r > sk ? sk : r;
 }
@@ -133,13 +121,13 @@ static inline double ckt_fmha_fwd_flops(const ckt_fmha_fwd_args *h)
 static inline int64_t ckt__fmha_row(const ckt_fmha_fwd_args *h, ckt_fmha_tensor t, int b, int head, int64_t i,
                                     const ckt_fmha_entry *e)
 {
-    const int64_t bb = h->group_mode ? 0 : (int64_t)b;
+    const int g = h->group_mode;
     switch (t) {
-    case CKT_FMHA_TENSOR_Q: return bb * h->q_stride_b + head * h->q_stride_h + (e->q_start + i) * h->q_stride_s;
-    case CKT_FMHA_TENSOR_K: return bb * h->k_stride_b + head * h->k_stride_h + (e->k_start + i) * h->k_stride_s;
-    case CKT_FMHA_TENSOR_V: return bb * h->v_stride_b + head * h->v_stride_h + (e->k_start + i) * h->v_stride_s;
-    case CKT_FMHA_TENSOR_O: return bb * h->o_stride_b + head * h->o_stride_h + (e->q_start + i) * h->o_stride_s;
-    default: return bb * h->lse_stride_b + head * h->lse_stride_h + e->q_start + i;
+    case CKT_FMHA_TENSOR_Q: return ckt_fmha_row_offset(g, b, head, e->q_start + i, h->q_stride_b, h->q_stride_h, h->q_stride_s);
+    case CKT_FMHA_TENSOR_K: return ckt_fmha_row_offset(g, b, head, e->k_start + i, h->k_stride_b, h->k_stride_h, h->k_stride_s);
+    case CKT_FMHA_TENSOR_V: return ckt_fmha_row_offset(g, b, head, e->k_start + i, h->v_stride_b, h->v_stride_h, h->v_stride_s);
+    case CKT_FMHA_TENSOR_O: return ckt_fmha_row_offset(g, b, head, e->q_start + i, h->o_stride_b, h->o_stride_h, h->o_stride_s);
+    default: return ckt_fmha_row_offset(g, b, head, e->q_start + i, h->lse_stride_b, h->lse_stride_h, 1);
     }
 }
 
@@ -323,4 +311,4 @@ static inline ckt_status ckt_ref_fmha_compare(ckt_compare_result *r_o, ckt_compa
     return CKT_SUCCESS;
 }
 
-#endif /* CKT_HOST_REF_FMHA_H */
+#endif /* CKT_FMHA_REF_H */
