@@ -1,12 +1,15 @@
-/* ckt/fmha/validate.h — argument checks of the FMHA forward, shared by every
- * instance launcher (NAME_launch), the dispatcher (ckt_fmha_fwd) and the CPU
- * reference.
+/* ckt/fmha/validate.h — argument checks of the FMHA forward and backward,
+ * shared by every instance launcher (NAME_launch / NAME_run), the dispatcher
+ * (ckt_fmha_fwd / ckt_fmha_bwd) and the CPU references.
  *
  *   ckt_status s = ckt_fmha_fwd_validate(a, CKT_BF16, 128, 128);  // the instance's dtype, HDIM, HDIM_V
  *   if (s != CKT_SUCCESS) return s;          // ckt_last_error(): "q_stride_s: 100 is not a multiple of 8 ..."
  *   if (ckt_fmha_fwd_is_empty(a)) return CKT_SUCCESS;   // nothing to launch
+ *   (the backward: ckt_fmha_bwd_validate, ckt_fmha_bwd_is_empty)
  *
- * Every failure names the argument first ("argname: what"). The checks:
+ * Every failure names the argument first ("argname: what"). The checks both
+ * directions share (the fields of ckt_fmha_fwd_args and ckt_fmha_bwd_args
+ * that have the same names and meaning):
  *   args               not NULL
  *   dtype              fp16 or bf16, and the instance's
  *   sizes              batch, nhead_q, nhead_k, seqlen_q, seqlen_k >= 0;
@@ -17,20 +20,29 @@
  *   mask               a ckt_fmha_mask; window_left / window_right > 0 only with
  *                      the CKT_MASK_WINDOW_* kinds (elsewhere they would be ignored);
  *                      for windows any value < 0 means unlimited
- * then, if the problem is empty (batch, nhead_q or seqlen_q is 0: success with
- * nothing to do, see ckt_fmha_fwd_is_empty), nothing else. Otherwise:
- *   pointers           q and o; k and v when seqlen_k > 0; seqstart_q and
- *                      seqstart_k in group mode; lse is optional
- *   alignment          q, k, v, o 16-byte aligned; lse and the int32 arrays 4-byte
- *   strides            >= 0, and for q, k, v, o multiples of 8 elements; a stride
- *                      of an extent-1 dimension (one head, one batch entry, one
- *                      row) is never used and not checked; stride_b not in group mode
- *   group arrays       (CPU backend only, where "device" arrays are host
- *                      memory: ckt_fmha_fwd_check_seqs) seqstart_* start >= 0 and
- *                      never decrease; logical lengths within the physical ones and
- *                      within seqlen_q / seqlen_k (the max over the batch)
- * Not checked: that tensors do not overlap, that device arrays are readable
- * (GPU backends), grid limits (the launcher's).
+ * then, if the problem is empty (nothing to compute or write: see
+ * ckt_fmha_fwd_is_empty / ckt_fmha_bwd_is_empty), nothing else. Otherwise,
+ * for every tensor the call reads or writes:
+ *   pointers           not NULL; 16-byte aligned (fp32 lse: 4-byte; the int32
+ *                      group arrays: 4-byte)
+ *   strides            >= 0, and for fp16 / bf16 tensors multiples of 8 elements; a
+ *                      stride of an extent-1 dimension (one head, one batch entry,
+ *                      one row) is never used and not checked; stride_b not in group mode
+ *   outputs            do not overlap themselves: sorted by stride, each dimension's
+ *                      stride covers the span of the dimensions below it, so that no
+ *                      two elements share an address (ckt_fmha_check_disjoint; group
+ *                      mode counts two rows, the packed total being on the device)
+ *   group arrays       seqstart_q, seqstart_k (and the optional logical lengths)
+ *                      set and 4-byte aligned in group mode; read on the CPU backend
+ *                      only, where "device" arrays are host memory (ckt_fmha_fwd_check_seqs):
+ *                      start >= 0, never decreasing; logical lengths within the
+ *                      physical ones and within seqlen_q / seqlen_k (the max over the batch)
+ * Forward: q and o; k and v when seqlen_k > 0; lse optional.
+ * Backward: q, o, dout, lse (required) and dq when seqlen_q > 0; k, v, dk, dv
+ * when seqlen_k > 0; deterministic 0 or 1; workspace non-NULL, 16-byte aligned
+ * (its size and contents are the planner's to check: ckt/fmha/workspace.h).
+ * Not checked: that different tensors do not overlap each other, that device
+ * arrays are readable (GPU backends), grid limits (the launcher's).
  */
 #ifndef CKT_FMHA_VALIDATE_H
 #define CKT_FMHA_VALIDATE_H
@@ -41,6 +53,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* The elements of a vector access: 16 bytes of fp16 / bf16. */
 #define CKT_FMHA_VEC_ELEMS 8
@@ -65,13 +78,86 @@ static inline int ckt_fmha_fwd_is_empty(const ckt_fmha_fwd_args *a)
     return a->batch == 0 || a->nhead_q == 0 || a->seqlen_q == 0;
 }
 
+/* 1 when the backward has nothing to compute (and writes nothing): no batch
+ * entries, no query heads, or neither queries nor keys. seqlen_q = 0 with
+ * seqlen_k > 0 is NOT empty: the keys get dK = dV = 0 (they saw no query),
+ * and seqlen_k = 0 with seqlen_q > 0 gives dQ = 0. (nhead_q = 0 implies
+ * nhead_k = 0: there are no heads to write.) */
+static inline int ckt_fmha_bwd_is_empty(const ckt_fmha_bwd_args *a)
+{
+    return a->batch == 0 || a->nhead_q == 0 || (a->seqlen_q == 0 && a->seqlen_k == 0);
+}
+
+/* >>the fields both directions share */
+
+typedef struct ckt__fmha_common {
+    ckt_dtype dtype;
+    int batch, nhead_q, nhead_k;
+    int seqlen_q, seqlen_k;
+    int hdim_q, hdim_v;
+    int group_mode;
+    const int32_t *seqstart_q, *seqstart_k;
+    const int32_t *seqlen_q_ptr, *seqlen_k_ptr;
+    float scale, softcap;
+    ckt_fmha_mask mask;
+    int window_left, window_right;
+} ckt__fmha_common;
+
+static inline ckt__fmha_common ckt__fmha_common_of_fwd(const ckt_fmha_fwd_args *a)
+{
+    ckt__fmha_common c;
+    c.dtype = a->dtype;
+    c.batch = a->batch;
+    c.nhead_q = a->nhead_q;
+    c.nhead_k = a->nhead_k;
+    c.seqlen_q = a->seqlen_q;
+    c.seqlen_k = a->seqlen_k;
+    c.hdim_q = a->hdim_q;
+    c.hdim_v = a->hdim_v;
+    c.group_mode = a->group_mode;
+    c.seqstart_q = a->seqstart_q;
+    c.seqstart_k = a->seqstart_k;
+    c.seqlen_q_ptr = a->seqlen_q_ptr;
+    c.seqlen_k_ptr = a->seqlen_k_ptr;
+    c.scale = a->scale;
+    c.softcap = a->softcap;
+    c.mask = a->mask;
+    c.window_left = a->window_left;
+    c.window_right = a->window_right;
+    return c;
+}
+
+static inline ckt__fmha_common ckt__fmha_common_of_bwd(const ckt_fmha_bwd_args *a)
+{
+    ckt__fmha_common c;
+    c.dtype = a->dtype;
+    c.batch = a->batch;
+    c.nhead_q = a->nhead_q;
+    c.nhead_k = a->nhead_k;
+    c.seqlen_q = a->seqlen_q;
+    c.seqlen_k = a->seqlen_k;
+    c.hdim_q = a->hdim_q;
+    c.hdim_v = a->hdim_v;
+    c.group_mode = a->group_mode;
+    c.seqstart_q = a->seqstart_q;
+    c.seqstart_k = a->seqstart_k;
+    c.seqlen_q_ptr = a->seqlen_q_ptr;
+    c.seqlen_k_ptr = a->seqlen_k_ptr;
+    c.scale = a->scale;
+    c.softcap = a->softcap;
+    c.mask = a->mask;
+    c.window_left = a->window_left;
+    c.window_right = a->window_right;
+    return c;
+}
+
 /* Group-mode arrays, read on the host: seqstart_q / seqstart_k (batch + 1
  * entries, start >= 0, never decreasing) and the optional logical lengths
  * seqlen_q_ptr / seqlen_k_ptr (batch entries, 0 <= len <= the physical length
  * seqstart[b + 1] - seqstart[b]); each logical length at most seqlen_q /
  * seqlen_k. Nothing to check in batch mode. The arrays must be readable here:
  * host copies, or the CPU backend's "device" memory. */
-static inline ckt_status ckt_fmha_fwd_check_seqs(const ckt_fmha_fwd_args *a)
+static inline ckt_status ckt__fmha_check_seqs(const ckt__fmha_common *a)
 {
     if (!a->group_mode)
         return CKT_SUCCESS;
@@ -106,6 +192,20 @@ static inline ckt_status ckt_fmha_fwd_check_seqs(const ckt_fmha_fwd_args *a)
         }
     }
     return CKT_SUCCESS;
+}
+
+/* The group-mode arrays of the forward's or the backward's arguments (the
+ * same fields): see ckt__fmha_check_seqs. */
+static inline ckt_status ckt_fmha_fwd_check_seqs(const ckt_fmha_fwd_args *a)
+{
+    const ckt__fmha_common c = ckt__fmha_common_of_fwd(a);
+    return ckt__fmha_check_seqs(&c);
+}
+
+static inline ckt_status ckt_fmha_bwd_check_seqs(const ckt_fmha_bwd_args *a)
+{
+    const ckt__fmha_common c = ckt__fmha_common_of_bwd(a);
+    return ckt__fmha_check_seqs(&c);
 }
 
 /* >>validation helpers */
@@ -153,16 +253,98 @@ static inline ckt_status ckt__fmha_check_hdim(int d, const char *name, int inst,
             return ckt__s;                                                                         \
     } while (0)
 
-/* >>validation */
+/* One dimension of a strided layout, for ckt_fmha_check_disjoint: its
+ * stride in elements, its extent, the stride's argument name ("o_stride_s";
+ * for the unit-stride innermost dimension, the extent's: "hdim_v") and
+ * what it indexes ("rows"). */
+typedef struct ckt_fmha_dim {
+    int64_t stride, extent;
+    const char *name, *what;
+} ckt_fmha_dim;
 
-/* Checks a (device pointers) for an instance of type dtype with head dims
- * hdim (q/k) and hdim_v (v/o). CKT_SUCCESS also for an empty problem:
- * then call ckt_fmha_fwd_is_empty and launch nothing. */
-static inline ckt_status ckt_fmha_fwd_validate(const ckt_fmha_fwd_args *a, ckt_dtype dtype, int hdim, int hdim_v)
+/* Whether the n dimensions of a layout address every element once (no two
+ * index tuples share an address): sorted by stride, each dimension's stride
+ * must be at least the span of the dimensions below it,
+ *   stride_k >= 1 + sum_{j below k} (extent_j - 1) * stride_j,
+ * dimensions of extent 1 (never stepped) ignored. That is sufficient, and
+ * for the layouts a tensor library makes (every stride a multiple of the
+ * span below, or padding on top) also necessary. On failure
+ * CKT_ERROR_INVALID_ARGUMENT naming the offending stride:
+ *   "o_stride_s: 64 is less than hdim_v 128: output rows would overlap"
+ *   "o_stride_h: 256 is less than 12800, the span of the dimensions below it
+ *    (hdim_v, o_stride_s): output heads would overlap"
+ *   "o_stride_h: 0 with 4 heads: output heads would overlap"
+ * Negative strides are the stride check's (ckt__fmha_check_stride) to report
+ * first; here they are taken as they are. dims is reordered. */
+static inline ckt_status ckt_fmha_check_disjoint(ckt_fmha_dim *dims, int n)
 {
-    if (!a)
-        return ckt__fail(CKT_ERROR_NULL_POINTER, "args: NULL");
+    /* insertion sort by stride (n is 4 at most), extent-1 dimensions dropped */
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        if (dims[i].extent <= 1)
+            continue;
+        const ckt_fmha_dim d = dims[i];
+        int j = m++;
+        for (; j > 0 && dims[j - 1].stride > d.stride; j--)
+            dims[j] = dims[j - 1];
+        dims[j] = d;
+    }
+    int64_t span = 1; /* elements from the first to the last of the dimensions so far, + 1 */
+    for (int k = 0; k < m; k++) {
+        if (dims[k].stride < span) {
+            char below[96] = "";
+            size_t used = 0;
+            for (int j = 0; j < k && used < sizeof below; j++)
+                used += (size_t)snprintf(below + used, sizeof below - used, "%s%s", j ? ", " : "", dims[j].name);
+            if (k == 0) /* a zero stride (negative ones are reported before) */
+                return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "%s: %lld with %lld %s: output %s would overlap",
+                                 dims[k].name, (long long)dims[k].stride, (long long)dims[k].extent, dims[k].what,
+                                 dims[k].what);
+            if (k == 1)
+                return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "%s: %lld is less than %s %lld: output %s would overlap",
+                                 dims[k].name, (long long)dims[k].stride, dims[0].name, (long long)span, dims[k].what);
+            return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
+                             "%s: %lld is less than %lld, the span of the dimensions below it (%s): output %s would overlap",
+                             dims[k].name, (long long)dims[k].stride, (long long)span, below, dims[k].what);
+        }
+        span += (dims[k].extent - 1) * dims[k].stride;
+    }
+    return CKT_SUCCESS;
+}
 
+/* One fp16 / bf16 tensor [b][h][s][d] of the call: pointer (16-byte aligned),
+ * strides (>= 0, multiples of 8 where used), and for an output, disjoint
+ * (ckt_fmha_check_disjoint). name is its pointer's ("q", "dout"); sname the
+ * stride prefix ("q", "do"); heads, rows, width its extents (rows: the
+ * entry's rows, counted as two in group mode, whose batch dimension is the
+ * packed rows). wname names the width ("hdim_q", "hdim_v"). */
+static inline ckt_status ckt__fmha_check_tensor(const void *p, const char *name, const char *sname, int64_t sb,
+                                                int64_t sh, int64_t ss, const ckt__fmha_common *c, int heads, int rows,
+                                                int width, const char *wname, int output)
+{
+    char nb[32], nh[32], ns[32];
+    const int64_t eb = c->group_mode ? 1 : c->batch, es = c->group_mode ? 2 : rows;
+    snprintf(nb, sizeof nb, "%s_stride_b", sname);
+    snprintf(nh, sizeof nh, "%s_stride_h", sname);
+    snprintf(ns, sizeof ns, "%s_stride_s", sname);
+    CKT__FMHA_TRY(ckt__fmha_check_ptr(p, name, 16));
+    CKT__FMHA_TRY(ckt__fmha_check_stride(sb, nb, eb, 1));
+    CKT__FMHA_TRY(ckt__fmha_check_stride(sh, nh, heads, 1));
+    CKT__FMHA_TRY(ckt__fmha_check_stride(ss, ns, es, 1));
+    if (output) {
+        ckt_fmha_dim dims[4];
+        dims[0].stride = 1, dims[0].extent = width, dims[0].name = wname, dims[0].what = "columns";
+        dims[1].stride = ss, dims[1].extent = es, dims[1].name = ns, dims[1].what = "rows";
+        dims[2].stride = sh, dims[2].extent = heads, dims[2].name = nh, dims[2].what = "heads";
+        dims[3].stride = sb, dims[3].extent = eb, dims[3].name = nb, dims[3].what = "batch entries";
+        CKT__FMHA_TRY(ckt_fmha_check_disjoint(dims, 4));
+    }
+    return CKT_SUCCESS;
+}
+
+/* The checks before the empty test, on the shared fields (see the top). */
+static inline ckt_status ckt__fmha_check_common(const ckt__fmha_common *a, ckt_dtype dtype, int hdim, int hdim_v)
+{
     /* the instance */
     if (a->dtype != CKT_F16 && a->dtype != CKT_BF16)
         return ckt__fail(CKT_ERROR_UNSUPPORTED, "dtype: %s (%d): fmha takes fp16 or bf16",
@@ -210,57 +392,107 @@ static inline ckt_status ckt_fmha_fwd_validate(const ckt_fmha_fwd_args *a, ckt_d
                          "%s: %d, but mask %s ignores it (windows are CKT_MASK_WINDOW_TOP_LEFT / _BOTTOM_RIGHT)",
                          a->window_left > 0 ? "window_left" : "window_right",
                          a->window_left > 0 ? a->window_left : a->window_right, ckt_fmha_mask_name(a->mask));
+    return CKT_SUCCESS;
+}
 
+/* The group-mode arrays' pointers, and on the CPU backend their contents. */
+static inline ckt_status ckt__fmha_check_group(const ckt__fmha_common *a)
+{
+    if (!a->group_mode)
+        return CKT_SUCCESS;
+    CKT__FMHA_TRY(ckt__fmha_check_ptr(a->seqstart_q, "seqstart_q", 4));
+    CKT__FMHA_TRY(ckt__fmha_check_ptr(a->seqstart_k, "seqstart_k", 4));
+    if (a->seqlen_q_ptr)
+        CKT__FMHA_TRY(ckt__fmha_check_ptr(a->seqlen_q_ptr, "seqlen_q_ptr", 4));
+    if (a->seqlen_k_ptr)
+        CKT__FMHA_TRY(ckt__fmha_check_ptr(a->seqlen_k_ptr, "seqlen_k_ptr", 4));
+#if defined(CKT_BACKEND_CPU)
+    /* the emulator's device memory is host memory: the arrays can be read */
+    CKT__FMHA_TRY(ckt__fmha_check_seqs(a));
+#endif
+    return CKT_SUCCESS;
+}
+
+/* The LSE rows (fp32, unit stride along the rows): pointer and strides. */
+static inline ckt_status ckt__fmha_check_lse(const float *lse, int64_t sb, int64_t sh, const ckt__fmha_common *c)
+{
+    CKT__FMHA_TRY(ckt__fmha_check_ptr(lse, "lse", 4));
+    CKT__FMHA_TRY(ckt__fmha_check_stride(sb, "lse_stride_b", c->group_mode ? 1 : c->batch, 0));
+    return ckt__fmha_check_stride(sh, "lse_stride_h", c->nhead_q, 0);
+}
+
+/* >>validation */
+
+/* Checks a (device pointers) for an instance of type dtype with head dims
+ * hdim (q/k) and hdim_v (v/o). CKT_SUCCESS also for an empty problem:
+ * then call ckt_fmha_fwd_is_empty and launch nothing. */
+static inline ckt_status ckt_fmha_fwd_validate(const ckt_fmha_fwd_args *a, ckt_dtype dtype, int hdim, int hdim_v)
+{
+    if (!a)
+        return ckt__fail(CKT_ERROR_NULL_POINTER, "args: NULL");
+    const ckt__fmha_common c = ckt__fmha_common_of_fwd(a);
+    CKT__FMHA_TRY(ckt__fmha_check_common(&c, dtype, hdim, hdim_v));
     if (ckt_fmha_fwd_is_empty(a))
         return CKT_SUCCESS;
 
-    /* pointers */
-    CKT__FMHA_TRY(ckt__fmha_check_ptr(a->q, "q", 16));
+    /* tensors, strides in elements (group mode: rows of all entries share stride_s, no stride_b) */
+    CKT__FMHA_TRY(ckt__fmha_check_tensor(a->q, "q", "q", a->q_stride_b, a->q_stride_h, a->q_stride_s, &c, a->nhead_q,
+                                         a->seqlen_q, a->hdim_q, "hdim_q", 0));
     if (a->seqlen_k > 0) {
-        CKT__FMHA_TRY(ckt__fmha_check_ptr(a->k, "k", 16));
-        CKT__FMHA_TRY(ckt__fmha_check_ptr(a->v, "v", 16));
+        CKT__FMHA_TRY(ckt__fmha_check_tensor(a->k, "k", "k", a->k_stride_b, a->k_stride_h, a->k_stride_s, &c,
+                                             a->nhead_k, a->seqlen_k, a->hdim_q, "hdim_q", 0));
+        CKT__FMHA_TRY(ckt__fmha_check_tensor(a->v, "v", "v", a->v_stride_b, a->v_stride_h, a->v_stride_s, &c,
+                                             a->nhead_k, a->seqlen_k, a->hdim_v, "hdim_v", 0));
     }
-    CKT__FMHA_TRY(ckt__fmha_check_ptr(a->o, "o", 16));
+    CKT__FMHA_TRY(ckt__fmha_check_tensor(a->o, "o", "o", a->o_stride_b, a->o_stride_h, a->o_stride_s, &c, a->nhead_q,
+                                         a->seqlen_q, a->hdim_v, "hdim_v", 1));
     if (a->lse)
-        CKT__FMHA_TRY(ckt__fmha_check_ptr(a->lse, "lse", 4));
-    if (a->group_mode) {
-        CKT__FMHA_TRY(ckt__fmha_check_ptr(a->seqstart_q, "seqstart_q", 4));
-        CKT__FMHA_TRY(ckt__fmha_check_ptr(a->seqstart_k, "seqstart_k", 4));
-        if (a->seqlen_q_ptr)
-            CKT__FMHA_TRY(ckt__fmha_check_ptr(a->seqlen_q_ptr, "seqlen_q_ptr", 4));
-        if (a->seqlen_k_ptr)
-            CKT__FMHA_TRY(ckt__fmha_check_ptr(a->seqlen_k_ptr, "seqlen_k_ptr", 4));
-    }
+        CKT__FMHA_TRY(ckt__fmha_check_lse(a->lse, a->lse_stride_b, a->lse_stride_h, &c));
+    return ckt__fmha_check_group(&c);
+}
 
-    /* strides (elements). Group mode: rows of all entries share stride_s, no stride_b. */
-    {
-        const int64_t nb = a->group_mode ? 1 : a->batch, rq = a->group_mode ? 2 : a->seqlen_q,
-                      rk = a->group_mode ? 2 : a->seqlen_k;
-        CKT__FMHA_TRY(ckt__fmha_check_stride(a->q_stride_b, "q_stride_b", nb, 1));
-        CKT__FMHA_TRY(ckt__fmha_check_stride(a->q_stride_h, "q_stride_h", a->nhead_q, 1));
-        CKT__FMHA_TRY(ckt__fmha_check_stride(a->q_stride_s, "q_stride_s", rq, 1));
-        if (a->seqlen_k > 0) {
-            CKT__FMHA_TRY(ckt__fmha_check_stride(a->k_stride_b, "k_stride_b", nb, 1));
-            CKT__FMHA_TRY(ckt__fmha_check_stride(a->k_stride_h, "k_stride_h", a->nhead_k, 1));
-            CKT__FMHA_TRY(ckt__fmha_check_stride(a->k_stride_s, "k_stride_s", rk, 1));
-            CKT__FMHA_TRY(ckt__fmha_check_stride(a->v_stride_b, "v_stride_b", nb, 1));
-            CKT__FMHA_TRY(ckt__fmha_check_stride(a->v_stride_h, "v_stride_h", a->nhead_k, 1));
-            CKT__FMHA_TRY(ckt__fmha_check_stride(a->v_stride_s, "v_stride_s", rk, 1));
-        }
-        CKT__FMHA_TRY(ckt__fmha_check_stride(a->o_stride_b, "o_stride_b", nb, 1));
-        CKT__FMHA_TRY(ckt__fmha_check_stride(a->o_stride_h, "o_stride_h", a->nhead_q, 1));
-        CKT__FMHA_TRY(ckt__fmha_check_stride(a->o_stride_s, "o_stride_s", rq, 1));
-        if (a->lse) {
-            CKT__FMHA_TRY(ckt__fmha_check_stride(a->lse_stride_b, "lse_stride_b", nb, 0));
-            CKT__FMHA_TRY(ckt__fmha_check_stride(a->lse_stride_h, "lse_stride_h", a->nhead_q, 0));
-        }
-    }
+/* The backward's arguments (device pointers) for an instance of type dtype
+ * with head dims hdim (q/k) and hdim_v (v/o): the forward's checks on the
+ * shared fields, and its own tensors (see the top). CKT_SUCCESS also for an
+ * empty problem: then call ckt_fmha_bwd_is_empty and launch nothing. */
+static inline ckt_status ckt_fmha_bwd_validate(const ckt_fmha_bwd_args *a, ckt_dtype dtype, int hdim, int hdim_v)
+{
+    if (!a)
+        return ckt__fail(CKT_ERROR_NULL_POINTER, "args: NULL");
+    const ckt__fmha_common c = ckt__fmha_common_of_bwd(a);
+    CKT__FMHA_TRY(ckt__fmha_check_common(&c, dtype, hdim, hdim_v));
+    if (a->deterministic != 0 && a->deterministic != 1)
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "deterministic: %d (0 or 1)", a->deterministic);
+    if (ckt_fmha_bwd_is_empty(a))
+        return CKT_SUCCESS;
 
-#if defined(CKT_BACKEND_CPU)
-    /* the emulator's device memory is host memory: the arrays can be read */
-    CKT__FMHA_TRY(ckt_fmha_fwd_check_seqs(a));
-#endif
-    return CKT_SUCCESS;
+    /* the query side: Q, O, dO and the LSE in, dQ out */
+    if (a->seqlen_q > 0) {
+        CKT__FMHA_TRY(ckt__fmha_check_tensor(a->q, "q", "q", a->q_stride_b, a->q_stride_h, a->q_stride_s, &c,
+                                             a->nhead_q, a->seqlen_q, a->hdim_q, "hdim_q", 0));
+        CKT__FMHA_TRY(ckt__fmha_check_tensor(a->o, "o", "o", a->o_stride_b, a->o_stride_h, a->o_stride_s, &c,
+                                             a->nhead_q, a->seqlen_q, a->hdim_v, "hdim_v", 0));
+        CKT__FMHA_TRY(ckt__fmha_check_tensor(a->dout, "dout", "do", a->do_stride_b, a->do_stride_h, a->do_stride_s,
+                                             &c, a->nhead_q, a->seqlen_q, a->hdim_v, "hdim_v", 0));
+        CKT__FMHA_TRY(ckt__fmha_check_lse(a->lse, a->lse_stride_b, a->lse_stride_h, &c));
+        CKT__FMHA_TRY(ckt__fmha_check_tensor(a->dq, "dq", "dq", a->dq_stride_b, a->dq_stride_h, a->dq_stride_s, &c,
+                                             a->nhead_q, a->seqlen_q, a->hdim_q, "hdim_q", 1));
+    }
+    /* the key side: K, V in, dK, dV out */
+    if (a->seqlen_k > 0) {
+        CKT__FMHA_TRY(ckt__fmha_check_tensor(a->k, "k", "k", a->k_stride_b, a->k_stride_h, a->k_stride_s, &c,
+                                             a->nhead_k, a->seqlen_k, a->hdim_q, "hdim_q", 0));
+        CKT__FMHA_TRY(ckt__fmha_check_tensor(a->v, "v", "v", a->v_stride_b, a->v_stride_h, a->v_stride_s, &c,
+                                             a->nhead_k, a->seqlen_k, a->hdim_v, "hdim_v", 0));
+        CKT__FMHA_TRY(ckt__fmha_check_tensor(a->dk, "dk", "dk", a->dk_stride_b, a->dk_stride_h, a->dk_stride_s, &c,
+                                             a->nhead_k, a->seqlen_k, a->hdim_q, "hdim_q", 1));
+        CKT__FMHA_TRY(ckt__fmha_check_tensor(a->dv, "dv", "dv", a->dv_stride_b, a->dv_stride_h, a->dv_stride_s, &c,
+                                             a->nhead_k, a->seqlen_k, a->hdim_v, "hdim_v", 1));
+    }
+    if (!a->workspace)
+        return ckt__fail(CKT_ERROR_NULL_POINTER, "workspace: NULL (plan and prepare one: ckt/fmha/workspace.h)");
+    CKT__FMHA_TRY(ckt__fmha_check_ptr(a->workspace, "workspace", 16));
+    return ckt__fmha_check_group(&c);
 }
 
 #endif /* CKT_FMHA_VALIDATE_H */

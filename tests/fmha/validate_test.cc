@@ -1,5 +1,6 @@
-// ckt_fmha_fwd_validate (ckt/fmha/validate.h): one case per message, each
-// checking the status and that the message names the argument.
+// ckt_fmha_fwd_validate and ckt_fmha_bwd_validate (ckt/fmha/validate.h): one
+// case per message, each checking the status and that the message names the
+// argument; and the layout-overlap helper (ckt_fmha_check_disjoint).
 #include "ckt/fmha/validate.h"
 
 #include <gtest/gtest.h>
@@ -293,6 +294,72 @@ TEST_F(Validate, StridesOfExtentOneDimensionsAreNotChecked)
     EXPECT_EQ(check(), CKT_SUCCESS) << ckt_last_error();
 }
 
+// >>outputs must not overlap themselves (O): rows, heads, batch entries
+
+TEST_F(Validate, OutputRowsOverlap)
+{
+    a.hdim_v = 128;
+    a.o_stride_s = 64; // [b][h][s][64]-strided rows of 128 columns
+    EXPECT_FAILS(CKT_ERROR_INVALID_ARGUMENT, "o_stride_s: 64 is less than hdim_v 128: output rows would overlap");
+    group(); // group mode too: the packed rows share o_stride_s
+    EXPECT_FAILS(CKT_ERROR_INVALID_ARGUMENT, "o_stride_s: 64 is less than hdim_v 128: output rows would overlap");
+}
+
+TEST_F(Validate, OutputHeadsOverlap)
+{
+    a.o_stride_h = 3200; // 100 rows of 64 need 6400
+    EXPECT_FAILS(CKT_ERROR_INVALID_ARGUMENT,
+                 "o_stride_h: 3200 is less than 6400, the span of the dimensions below it (hdim_v, o_stride_s): "
+                 "output heads would overlap");
+}
+
+TEST_F(Validate, OutputBatchEntriesOverlap)
+{
+    a.o_stride_b = 2 * a.o_stride_h; // 4 heads
+    EXPECT_FAILS(CKT_ERROR_INVALID_ARGUMENT,
+                 "o_stride_b: 12800 is less than 25600, the span of the dimensions below it (hdim_v, o_stride_s, "
+                 "o_stride_h): output batch entries would overlap");
+}
+
+TEST_F(Validate, OutputZeroStride)
+{
+    a.o_stride_h = 0; // every head onto the same rows
+    EXPECT_FAILS(CKT_ERROR_INVALID_ARGUMENT, "o_stride_h: 0 with 4 heads: output heads would overlap");
+}
+
+TEST_F(Validate, DisjointOutputLayoutsPass)
+{
+    // [b][s][h][d], padded rows, a broadcast (zero-stride) input, one head
+    ckt_fmha_strides(&a.o_stride_b, &a.o_stride_h, &a.o_stride_s, 0, 4, 100, 64);
+    EXPECT_EQ(check(), CKT_SUCCESS) << ckt_last_error();
+    a.o_stride_s += 8;
+    a.o_stride_b += 800;
+    EXPECT_EQ(check(), CKT_SUCCESS) << ckt_last_error();
+    a.q_stride_h = 0; // inputs may alias: they are only read
+    EXPECT_EQ(check(), CKT_SUCCESS) << ckt_last_error();
+    a.nhead_q = a.nhead_k = 1;
+    a.o_stride_h = 0; // extent 1: never stepped
+    EXPECT_EQ(check(), CKT_SUCCESS) << ckt_last_error();
+}
+
+TEST(CheckDisjoint, SortsByStrideAndIgnoresExtentOne)
+{
+    // [h][s][d] given out of order: disjoint
+    ckt_fmha_dim ok[3] = {{1000, 4, "x_stride_h", "heads"}, {1, 64, "hdim", "columns"}, {64, 10, "x_stride_s", "rows"}};
+    EXPECT_EQ(ckt_fmha_check_disjoint(ok, 3), CKT_SUCCESS) << ckt_last_error();
+    // one byte short of the span of [s][d] below h: 9 * 64 + 64 = 640
+    ckt_fmha_dim tight[3] = {{639, 4, "x_stride_h", "heads"}, {1, 64, "hdim", "columns"}, {64, 10, "x_stride_s", "rows"}};
+    EXPECT_EQ(ckt_fmha_check_disjoint(tight, 3), CKT_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(ckt_last_error()).find("x_stride_h: 639 is less than 640"), std::string::npos)
+        << ckt_last_error();
+    // an extent-1 dimension with a clashing stride is never stepped
+    ckt_fmha_dim one[3] = {{3, 1, "x_stride_b", "batch entries"}, {1, 64, "hdim", "columns"}, {64, 10, "x_stride_s", "rows"}};
+    EXPECT_EQ(ckt_fmha_check_disjoint(one, 3), CKT_SUCCESS) << ckt_last_error();
+    // interleaved heads inside a row: [s][h][d]
+    ckt_fmha_dim shd[3] = {{64, 4, "x_stride_h", "heads"}, {1, 64, "hdim", "columns"}, {256, 10, "x_stride_s", "rows"}};
+    EXPECT_EQ(ckt_fmha_check_disjoint(shd, 3), CKT_SUCCESS) << ckt_last_error();
+}
+
 TEST_F(Validate, GroupModeNeedsSeqstart)
 {
     group();
@@ -337,6 +404,250 @@ TEST_F(Validate, GroupSeqlenBelowAnEntry)
     group();
     a.seqlen_k = 6; // entry 2 has 7 keys
     EXPECT_FAILS(CKT_ERROR_INVALID_ARGUMENT, "seqlen_k: 6 is less than entry 2's length 7");
+}
+
+#endif
+
+// >>the backward: ckt_fmha_bwd_validate
+
+class ValidateBwd : public ::testing::Test {
+  protected:
+    alignas(16) uint16_t buf[8][64];
+    alignas(16) float lse[16];
+    alignas(16) unsigned char ws[64];
+    int32_t start_q[4] = {0, 3, 3, 10}, start_k[4] = {0, 5, 5, 12};
+    ckt_fmha_bwd_args a;
+
+    void SetUp() override
+    {
+        memset(&a, 0, sizeof a);
+        a.dtype = CKT_BF16;
+        a.q = buf[0];
+        a.k = buf[1];
+        a.v = buf[2];
+        a.o = buf[3];
+        a.dout = buf[4];
+        a.dq = buf[5];
+        a.dk = buf[6];
+        a.dv = buf[7];
+        a.lse = lse;
+        a.workspace = ws;
+        a.workspace_bytes = sizeof ws;
+        a.batch = 2;
+        a.nhead_q = 4;
+        a.nhead_k = 2;
+        a.seqlen_q = 100;
+        a.seqlen_k = 120;
+        a.hdim_q = 128;
+        a.hdim_v = 64;
+        ckt_fmha_strides(&a.q_stride_b, &a.q_stride_h, &a.q_stride_s, 1, 4, 100, 128);
+        ckt_fmha_strides(&a.k_stride_b, &a.k_stride_h, &a.k_stride_s, 0, 2, 120, 128);
+        ckt_fmha_strides(&a.v_stride_b, &a.v_stride_h, &a.v_stride_s, 0, 2, 120, 64);
+        ckt_fmha_strides(&a.o_stride_b, &a.o_stride_h, &a.o_stride_s, 1, 4, 100, 64);
+        ckt_fmha_strides(&a.do_stride_b, &a.do_stride_h, &a.do_stride_s, 0, 4, 100, 64);
+        ckt_fmha_strides(&a.dq_stride_b, &a.dq_stride_h, &a.dq_stride_s, 1, 4, 100, 128);
+        ckt_fmha_strides(&a.dk_stride_b, &a.dk_stride_h, &a.dk_stride_s, 1, 2, 120, 128);
+        ckt_fmha_strides(&a.dv_stride_b, &a.dv_stride_h, &a.dv_stride_s, 0, 2, 120, 64);
+        a.lse_stride_h = 100;
+        a.lse_stride_b = 400;
+    }
+    void group()
+    {
+        a.group_mode = 1;
+        a.batch = 3;
+        a.seqlen_q = 7;
+        a.seqlen_k = 7;
+        a.seqstart_q = start_q;
+        a.seqstart_k = start_k;
+    }
+    // validates for a bf16 instance of 128 / 128
+    ckt_status check() { return ckt_fmha_bwd_validate(&a, CKT_BF16, 128, 128); }
+};
+
+TEST_F(ValidateBwd, ValidArgumentsPass)
+{
+    EXPECT_EQ(check(), CKT_SUCCESS) << ckt_last_error();
+    a.deterministic = 1;
+    a.mask = CKT_MASK_WINDOW_TOP_LEFT;
+    a.window_left = 8;
+    a.window_right = 0;
+    a.softcap = 20.0f;
+    EXPECT_EQ(check(), CKT_SUCCESS) << ckt_last_error();
+    group();
+    EXPECT_EQ(check(), CKT_SUCCESS) << ckt_last_error();
+}
+
+TEST_F(ValidateBwd, ArgsNull)
+{
+    EXPECT_EQ(ckt_fmha_bwd_validate(nullptr, CKT_BF16, 128, 128), CKT_ERROR_NULL_POINTER);
+    EXPECT_STREQ(ckt_last_error(), "args: NULL");
+}
+
+TEST_F(ValidateBwd, SharesTheForwardsChecks)
+{
+    // one message of each group of the shared checks, through the same code
+    a.dtype = CKT_F16;
+    EXPECT_FAILS(CKT_ERROR_UNSUPPORTED, "dtype: fp16, this instance is bf16");
+    SetUp();
+    a.seqlen_k = -2;
+    EXPECT_FAILS(CKT_ERROR_INVALID_ARGUMENT, "seqlen_k: -2 is negative");
+    SetUp();
+    a.hdim_v = 136;
+    EXPECT_FAILS(CKT_ERROR_UNSUPPORTED, "hdim_v: 136 exceeds this instance's HDIM_V 128");
+    SetUp();
+    a.nhead_k = 3;
+    EXPECT_FAILS(CKT_ERROR_INVALID_ARGUMENT, "nhead_q: 4 is not a multiple of nhead_k 3");
+    SetUp();
+    a.seqlen_k_ptr = start_k;
+    EXPECT_FAILS(CKT_ERROR_INVALID_ARGUMENT, "seqlen_k_ptr: set, but group_mode is 0");
+    SetUp();
+    a.scale = -0.5f;
+    EXPECT_FAILS(CKT_ERROR_INVALID_ARGUMENT, "scale: -0.5");
+    SetUp();
+    a.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT;
+    a.window_right = 2;
+    EXPECT_FAILS(CKT_ERROR_INVALID_ARGUMENT, "window_right: 2, but mask CKT_MASK_CAUSAL_BOTTOM_RIGHT ignores it");
+}
+
+TEST_F(ValidateBwd, DeterministicNotABool)
+{
+    a.deterministic = 2;
+    EXPECT_FAILS(CKT_ERROR_INVALID_ARGUMENT, "deterministic: 2 (0 or 1)");
+}
+
+TEST_F(ValidateBwd, LseRequired)
+{
+    a.lse = nullptr;
+    EXPECT_FAILS(CKT_ERROR_NULL_POINTER, "lse: NULL");
+    a.lse = (const float *)((const char *)lse + 2);
+    EXPECT_FAILS(CKT_ERROR_MISALIGNED, "is not 4-byte aligned");
+}
+
+TEST_F(ValidateBwd, NullTensors)
+{
+    const char *names[] = {"q", "k", "v", "o", "dout", "dq", "dk", "dv"};
+    for (int i = 0; i < 8; i++) {
+        SetUp();
+        const void **in[] = {&a.q, &a.k, &a.v, &a.o, &a.dout};
+        void **out[] = {&a.dq, &a.dk, &a.dv};
+        if (i < 5)
+            *in[i] = nullptr;
+        else
+            *out[i - 5] = nullptr;
+        EXPECT_FAILS(CKT_ERROR_NULL_POINTER, std::string(names[i]) + ": NULL");
+    }
+}
+
+TEST_F(ValidateBwd, MisalignedTensors)
+{
+    a.dout = (const char *)buf[4] + 8;
+    EXPECT_FAILS(CKT_ERROR_MISALIGNED, "dout: 0x");
+    SetUp();
+    a.dk = (char *)buf[6] + 2;
+    EXPECT_FAILS(CKT_ERROR_MISALIGNED, "dk: 0x");
+    EXPECT_NE(std::string(ckt_last_error()).find("is not 16-byte aligned"), std::string::npos);
+}
+
+TEST_F(ValidateBwd, StridesOfEveryTensor)
+{
+    a.do_stride_s = 260;
+    EXPECT_FAILS(CKT_ERROR_MISALIGNED, "do_stride_s: 260 is not a multiple of 8 elements");
+    SetUp();
+    a.dq_stride_h = -128;
+    EXPECT_FAILS(CKT_ERROR_INVALID_ARGUMENT, "dq_stride_h: -128 is negative");
+    SetUp();
+    a.dv_stride_b = 4;
+    EXPECT_FAILS(CKT_ERROR_MISALIGNED, "dv_stride_b: 4");
+    SetUp();
+    a.lse_stride_h = -1;
+    EXPECT_FAILS(CKT_ERROR_INVALID_ARGUMENT, "lse_stride_h: -1 is negative");
+}
+
+TEST_F(ValidateBwd, GradientsMustNotOverlap)
+{
+    a.dq_stride_s = 64; // rows of 128
+    EXPECT_FAILS(CKT_ERROR_INVALID_ARGUMENT, "dq_stride_s: 64 is less than hdim_q 128: output rows would overlap");
+    SetUp();
+    a.dk_stride_h = 128 * 60; // 120 rows of 128
+    EXPECT_FAILS(CKT_ERROR_INVALID_ARGUMENT,
+                 "dk_stride_h: 7680 is less than 15360, the span of the dimensions below it (hdim_q, dk_stride_s): "
+                 "output heads would overlap");
+    SetUp();
+    a.dv_stride_h = 0; // both kv heads onto the same columns
+    EXPECT_FAILS(CKT_ERROR_INVALID_ARGUMENT, "dv_stride_h: 0 with 2 heads: output heads would overlap");
+    SetUp();
+    a.o_stride_h = 0; // O is an input of the backward: it may alias
+    EXPECT_EQ(check(), CKT_SUCCESS) << ckt_last_error();
+}
+
+TEST_F(ValidateBwd, WorkspaceRequired)
+{
+    a.workspace = nullptr;
+    EXPECT_FAILS(CKT_ERROR_NULL_POINTER, "workspace: NULL");
+    a.workspace = ws + 4;
+    EXPECT_FAILS(CKT_ERROR_MISALIGNED, "workspace: 0x");
+}
+
+TEST_F(ValidateBwd, EmptyProblems)
+{
+    // nothing to write: no entries, no query heads, or neither queries nor keys
+    a.q = a.k = a.v = a.o = a.dout = nullptr;
+    a.dq = a.dk = a.dv = nullptr;
+    a.lse = nullptr;
+    a.workspace = nullptr;
+    a.batch = 0;
+    EXPECT_TRUE(ckt_fmha_bwd_is_empty(&a));
+    EXPECT_EQ(check(), CKT_SUCCESS) << ckt_last_error();
+    a.batch = 2;
+    a.nhead_q = a.nhead_k = 0;
+    EXPECT_TRUE(ckt_fmha_bwd_is_empty(&a));
+    EXPECT_EQ(check(), CKT_SUCCESS) << ckt_last_error();
+    a.nhead_q = 4;
+    a.nhead_k = 2;
+    a.seqlen_q = a.seqlen_k = 0;
+    EXPECT_TRUE(ckt_fmha_bwd_is_empty(&a));
+    EXPECT_EQ(check(), CKT_SUCCESS) << ckt_last_error();
+}
+
+TEST_F(ValidateBwd, NoQueriesStillWritesDkDv)
+{
+    // seqlen_q = 0: dK = dV = 0 are written, the query side is not read
+    a.seqlen_q = 0;
+    a.q = a.o = a.dout = nullptr;
+    a.dq = nullptr;
+    a.lse = nullptr;
+    a.dq_stride_s = 3; // unused
+    EXPECT_FALSE(ckt_fmha_bwd_is_empty(&a));
+    EXPECT_EQ(check(), CKT_SUCCESS) << ckt_last_error();
+    a.dk = nullptr;
+    EXPECT_FAILS(CKT_ERROR_NULL_POINTER, "dk: NULL");
+}
+
+TEST_F(ValidateBwd, NoKeysNeedsNoKeySide)
+{
+    // seqlen_k = 0: dQ = 0, the key side is neither read nor written
+    a.seqlen_k = 0;
+    a.k = a.v = nullptr;
+    a.dk = a.dv = nullptr;
+    EXPECT_FALSE(ckt_fmha_bwd_is_empty(&a));
+    EXPECT_EQ(check(), CKT_SUCCESS) << ckt_last_error();
+}
+
+TEST_F(ValidateBwd, GroupModeNeedsSeqstart)
+{
+    group();
+    a.seqstart_k = nullptr;
+    EXPECT_FAILS(CKT_ERROR_NULL_POINTER, "seqstart_k: NULL");
+}
+
+#if defined(CKT_BACKEND_CPU) // device arrays are readable only on the emulator
+
+TEST_F(ValidateBwd, GroupArraysAreChecked)
+{
+    group();
+    start_q[2] = 2;
+    EXPECT_FAILS(CKT_ERROR_INVALID_ARGUMENT, "seqstart_q: decreases at entry 1 (3 then 2)");
+    EXPECT_EQ(ckt_fmha_bwd_check_seqs(&a), CKT_ERROR_INVALID_ARGUMENT);
 }
 
 #endif
