@@ -53,6 +53,7 @@
 #include "ckt/fmha/args.h"
 #include "ckt/fmha/mask.h"
 #include "ckt/fmha/seqlen.h"
+#include "ckt/fmha/softmax.h"
 #include "ckt/fmha/validate.h"
 #include "ckt/fmha/workspace.h"
 #include "ckt/host/runtime.h"
@@ -245,12 +246,6 @@ CKT_INLINE CKT_DEVICE float ckt__fmha_bwd_load16(const uint16_t *p, int bf16)
 CKT_INLINE CKT_DEVICE uint16_t ckt__fmha_bwd_store16(float x, int bf16)
 {
     return bf16 ? ckt_bf16_from_f32(x).bits : ckt_f16_from_f32(x).bits;
-}
-
-/* The tanh of the forward's soft-cap (ckt/fmha/fwd_body.h's, inline). */
-CKT_INLINE CKT_DEVICE float ckt__fmha_bwd_tanh(float x)
-{
-    return 1.0f - 2.0f * ckt_rcpf_fast(ckt_exp2f_fast(2.0f * CKT_LOG2E * x) + 1.0f);
 }
 
 /* >>device: stage 1 — D = rowsum(dO * O), dQ accumulator zeroed.
@@ -531,14 +526,10 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
                  * softcap > 0), 0 where masked; dS^T = P^T (dP^T - D) (* tanh') */
                 const int lane = (int)ckt_lane_id();
                 const float cap = a.softcap;
-                float to_log2 = scale * CKT_LOG2E, inv_cap2 = 0.0f;
-                if (cap > 0.0f) { /* uniform: S <- cap tanh(S scale / cap) */
-                    to_log2 = CKT_LOG2E;
-                    inv_cap2 = 1.0f / (cap * cap);
-                    CKT_UNROLL
-                    for (int i = 0; i < CKT_WARP_ACC_REGS(SWM, SWN); i++)
-                        s_acc[i] = cap * ckt__fmha_bwd_tanh(s_acc[i] * (scale / cap));
-                }
+                /* S <- cap tanh(S scale / cap) with a soft-cap (ckt/fmha/softmax.h, the
+                 * forward's); to_log2 takes S to the log2 domain */
+                const float to_log2 = ckt_fmha_softcap(s_acc, CKT_WARP_ACC_REGS(SWM, SWN), scale, cap);
+                const float inv_cap2 = cap > 0.0f ? 1.0f / (cap * cap) : 0.0f;
                 /* tanh' = 1 - (S / cap)^2: exactly 1 without a cap (inv_cap2 = 0) */
                 CKT_UNROLL
                 for (int i = 0; i < CKT_WARP_ACC_REGS(SWM, SWN); i++) {
