@@ -240,23 +240,6 @@ static inline ckt_status ckt_ref_fmha_fwd(const ckt_fmha_fwd_args *h, float *o_r
 
 /* >>comparison */
 
-static inline void ckt__fmha_cmp_add(ckt_compare_result *r, size_t index, double got, double want)
-{
-    r->n++;
-    if (isfinite(got) && isfinite(want) && fabs(got - want) > r->max_abs_err) {
-        r->max_abs_err = fabs(got - want);
-        r->max_abs_index = index;
-    }
-    if (ckt_close(got, want, r->atol, r->rtol))
-        return;
-    if (r->reported < CKT_COMPARE_MAX_REPORTED) {
-        r->first[r->reported].index = index;
-        r->first[r->reported].got = got;
-        r->first[r->reported].want = want;
-        r->reported++;
-    }
-    r->mismatches++;
-}
 
 /* Compares a kernel's O (host copy of o, type h->dtype, O's layout) and,
  * when lse and lse_ref are both given, its LSE with the reference, over the
@@ -297,11 +280,11 @@ static inline ckt_status ckt_ref_fmha_compare(ckt_compare_result *r_o, ckt_compa
                         ckt_store_f32(&x, h->dtype, 0, want);
                         want = ckt_load_f32(&x, h->dtype, 0);
                     }
-                    ckt__fmha_cmp_add(r_o, (size_t)(oo + d), ckt_load_f32(o, h->dtype, (size_t)(oo + d)), want);
+                    ckt_compare_add(r_o, (size_t)(oo + d), ckt_load_f32(o, h->dtype, (size_t)(oo + d)), want);
                 }
                 if (do_lse) {
                     const int64_t lo = ckt__fmha_row(h, CKT_FMHA_TENSOR_LSE, b, head, i, &e);
-                    ckt__fmha_cmp_add(r_lse, (size_t)lo, lse[lo], lse_ref[lo]);
+                    ckt_compare_add(r_lse, (size_t)lo, lse[lo], lse_ref[lo]);
                 }
             }
     }

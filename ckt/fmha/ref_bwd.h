@@ -524,23 +524,6 @@ static inline ckt_status ckt_ref_fmha_bwd(const ckt_fmha_bwd_args *h, float *dq_
 
 /* >>comparison */
 
-static inline void ckt__ref_fmha_bwd_cmp_add(ckt_compare_result *r, size_t index, double got, double want)
-{
-    r->n++;
-    if (isfinite(got) && isfinite(want) && fabs(got - want) > r->max_abs_err) {
-        r->max_abs_err = fabs(got - want);
-        r->max_abs_index = index;
-    }
-    if (ckt_close(got, want, r->atol, r->rtol))
-        return;
-    if (r->reported < CKT_COMPARE_MAX_REPORTED) {
-        r->first[r->reported].index = index;
-        r->first[r->reported].got = got;
-        r->first[r->reported].want = want;
-        r->reported++;
-    }
-    r->mismatches++;
-}
 
 /* One gradient over its logical rows: got (type h->dtype) against ref
  * rounded to h->dtype (as the kernel rounds its fp32 result). */
@@ -563,7 +546,7 @@ static inline void ckt__ref_fmha_bwd_compare_tensor(ckt_compare_result *r, const
                         ckt_store_f32(&x, h->dtype, 0, want);
                         want = ckt_load_f32(&x, h->dtype, 0);
                     }
-                    ckt__ref_fmha_bwd_cmp_add(r, at, ckt_load_f32(got, h->dtype, at), want);
+                    ckt_compare_add(r, at, ckt_load_f32(got, h->dtype, at), want);
                 }
             }
     }

@@ -185,8 +185,31 @@ CKT_INLINE CKT_HOST_DEVICE int ckt_fmha_bwd_find(const int64_t *a, int n, int64_
     return lo;
 }
 
+/* The traits of one call: its own sizes as the maxima (seqlen_q / seqlen_k),
+ * the device's multiprocessors. What ckt_fmha_bwd plans with; a training
+ * loop that varies its lengths plans once from larger maxima instead. */
+static inline ckt_fmha_bwd_traits ckt_fmha_bwd_traits_of(const ckt_fmha_bwd_args *a)
+{
+    ckt_fmha_bwd_traits t = CKT_ZERO_INIT;
+    t.batch = a->batch;
+    t.nhead_q = a->nhead_q;
+    t.nhead_k = a->nhead_k;
+    t.max_seqlen_q = a->seqlen_q;
+    t.max_seqlen_k = a->seqlen_k;
+    t.hdim_q = a->hdim_q;
+    t.hdim_v = a->hdim_v;
+    t.dtype = a->dtype;
+    t.group_mode = a->group_mode;
+    t.mask = a->mask;
+    t.window_left = a->window_left;
+    t.window_right = a->window_right;
+    t.deterministic = a->deterministic;
+    return t;
+}
+
 /* >>host: the planner
  *
+ *   ckt_fmha_bwd_traits_of(&a)                           the traits of one call
  *   ckt_fmha_bwd_plan_make(&plan, &t, block_m, block_n, blocks_per_mp)
  *   ckt_fmha_bwd_workspace_upper_bound(&plan)            bytes; reads no length
  *   ckt_fmha_bwd_workspace_size(&plan, sq, sk, lq, lk, &bytes)     exact; host arrays

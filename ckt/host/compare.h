@@ -49,6 +49,27 @@ static inline int ckt_close(double got, double want, double atol, double rtol)
     return fabs(got - want) <= atol + rtol * fabs(want);
 }
 
+/* Adds one pair (element `index`: got against want) to r: counts it, tracks
+ * the largest finite difference, records a mismatch. For comparisons that
+ * walk their own layout (r zeroed, atol / rtol set first). */
+static inline void ckt_compare_add(ckt_compare_result *r, size_t index, double got, double want)
+{
+    r->n++;
+    if (isfinite(got) && isfinite(want) && fabs(got - want) > r->max_abs_err) {
+        r->max_abs_err = fabs(got - want);
+        r->max_abs_index = index;
+    }
+    if (ckt_close(got, want, r->atol, r->rtol))
+        return;
+    if (r->reported < CKT_COMPARE_MAX_REPORTED) {
+        r->first[r->reported].index = index;
+        r->first[r->reported].got = got;
+        r->first[r->reported].want = want;
+        r->reported++;
+    }
+    r->mismatches++;
+}
+
 /* Compares n elements of got (type gdt) and want (type wdt), host buffers.
  * Returns CKT_SUCCESS when all match, CKT_ERROR_MISMATCH otherwise. */
 static inline ckt_status ckt_compare(ckt_compare_result *r, const void *got, ckt_dtype gdt,
@@ -58,27 +79,12 @@ static inline ckt_status ckt_compare(ckt_compare_result *r, const void *got, ckt
     if (!r)
         return ckt__fail(CKT_ERROR_NULL_POINTER, "ckt_compare: r is NULL");
     memset(r, 0, sizeof *r);
-    r->n = n;
     r->atol = atol;
     r->rtol = rtol;
     if (n && (!got || !want))
         return ckt__fail(CKT_ERROR_NULL_POINTER, "ckt_compare: %s is NULL", got ? "want" : "got");
-    for (size_t i = 0; i < n; i++) {
-        double g = ckt_load_f32(got, gdt, i), w = ckt_load_f32(want, wdt, i);
-        if (isfinite(g) && isfinite(w) && fabs(g - w) > r->max_abs_err) {
-            r->max_abs_err = fabs(g - w);
-            r->max_abs_index = i;
-        }
-        if (ckt_close(g, w, atol, rtol))
-            continue;
-        if (r->reported < CKT_COMPARE_MAX_REPORTED) {
-            r->first[r->reported].index = i;
-            r->first[r->reported].got = g;
-            r->first[r->reported].want = w;
-            r->reported++;
-        }
-        r->mismatches++;
-    }
+    for (size_t i = 0; i < n; i++)
+        ckt_compare_add(r, i, ckt_load_f32(got, gdt, i), ckt_load_f32(want, wdt, i));
     if (r->mismatches)
         return ckt__fail(CKT_ERROR_MISMATCH, "%zu of %zu elements differ", r->mismatches, n);
     return CKT_SUCCESS;

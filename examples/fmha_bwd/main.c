@@ -110,26 +110,6 @@ static ckt_fmha_bwd_args bwd_args_of(const ckt_fmha_fwd_args *f)
     return a;
 }
 
-/* The planner's traits for a (maxima from seqlen_q / seqlen_k; the device's multiprocessors). */
-static ckt_fmha_bwd_traits traits_of(const ckt_fmha_bwd_args *a)
-{
-    ckt_fmha_bwd_traits t = CKT_ZERO_INIT;
-    t.batch = a->batch;
-    t.nhead_q = a->nhead_q;
-    t.nhead_k = a->nhead_k;
-    t.max_seqlen_q = a->seqlen_q;
-    t.max_seqlen_k = a->seqlen_k;
-    t.hdim_q = a->hdim_q;
-    t.hdim_v = a->hdim_v;
-    t.dtype = a->dtype;
-    t.group_mode = a->group_mode;
-    t.mask = a->mask;
-    t.window_left = a->window_left;
-    t.window_right = a->window_right;
-    t.deterministic = a->deterministic;
-    return t;
-}
-
 /* FNV-1a, 64 bits (offset basis 0xcbf29ce484222325, prime 0x100000001b3), over n bytes. */
 static uint64_t fnv1a64(const void *p, size_t n)
 {
@@ -276,7 +256,7 @@ int main(int argc, char **argv)
     ctx.a.dv = ddv;
     ctx.a.deterministic = deterministic;
     ctx.prepare = prepare;
-    const ckt_fmha_bwd_traits traits = traits_of(&ctx.a);
+    const ckt_fmha_bwd_traits traits = ckt_fmha_bwd_traits_of(&ctx.a);
     const ckt_fmha_bwd_instance *inst = ckt_fmha_bwd_select(&traits);
     if (prepare == PREPARE_CALL) {
         ctx.a.workspace_bytes = ckt_fmha_bwd_workspace_bytes(&ctx.a);

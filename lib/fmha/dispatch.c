@@ -194,33 +194,13 @@ ckt_status ckt_fmha_bwd_run(const ckt_fmha_bwd_plan *plan, const ckt_fmha_bwd_ar
     return ((const ckt_fmha_bwd_instance *)plan->instance)->run(plan, a, stream);
 }
 
-/* The traits of a call: its own sizes as the maxima. */
-static ckt_fmha_bwd_traits ckt__fmha_bwd_traits_of(const ckt_fmha_bwd_args *a)
-{
-    ckt_fmha_bwd_traits t = CKT_ZERO_INIT;
-    t.batch = a->batch;
-    t.nhead_q = a->nhead_q;
-    t.nhead_k = a->nhead_k;
-    t.max_seqlen_q = a->seqlen_q;
-    t.max_seqlen_k = a->seqlen_k;
-    t.hdim_q = a->hdim_q;
-    t.hdim_v = a->hdim_v;
-    t.dtype = a->dtype;
-    t.group_mode = a->group_mode;
-    t.mask = a->mask;
-    t.window_left = a->window_left;
-    t.window_right = a->window_right;
-    t.deterministic = a->deterministic;
-    return t;
-}
-
 size_t ckt_fmha_bwd_workspace_bytes(const ckt_fmha_bwd_args *a)
 {
     if (!a) {
         ckt__fail(CKT_ERROR_NULL_POINTER, "args: NULL");
         return 0;
     }
-    const ckt_fmha_bwd_traits t = ckt__fmha_bwd_traits_of(a);
+    const ckt_fmha_bwd_traits t = ckt_fmha_bwd_traits_of(a);
     ckt_fmha_bwd_plan plan;
     if (ckt_fmha_bwd_plan_init(&plan, &t) != CKT_SUCCESS)
         return 0;
@@ -231,7 +211,7 @@ ckt_status ckt_fmha_bwd(const ckt_fmha_bwd_args *a, ckt_stream stream)
 {
     if (!a)
         return ckt__fail(CKT_ERROR_NULL_POINTER, "args: NULL");
-    const ckt_fmha_bwd_traits t = ckt__fmha_bwd_traits_of(a);
+    const ckt_fmha_bwd_traits t = ckt_fmha_bwd_traits_of(a);
     ckt_fmha_bwd_plan plan;
     ckt_status st = ckt_fmha_bwd_plan_init(&plan, &t);
     if (st != CKT_SUCCESS)
