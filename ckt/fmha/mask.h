@@ -127,4 +127,25 @@ CKT_INLINE CKT_HOST_DEVICE int ckt_fmha_mask_tile_full(const ckt_fmha_mask_param
     return (m->left < 0 || dmin >= -m->left) && (m->right < 0 || dmax <= m->right);
 }
 
+/* The tile starts n0 for which ckt_fmha_mask_tile_full(m, m0, bm, n0, bn)
+ * holds, as one interval: lo <= n0 <= hi (empty when *lo > *hi). Computed
+ * once per query tile, it leaves a kernel's key loop two 32-bit compares a
+ * step: the conditions n0 + bn <= sk, dmin >= -left and dmax <= right of
+ * ckt_fmha_mask_tile_full each bound n0 from one side. */
+CKT_INLINE CKT_HOST_DEVICE void ckt_fmha_mask_full_keys(const ckt_fmha_mask_params *m, int m0, int bm, int bn, int *lo,
+                                                        int *hi)
+{
+    int64_t l = INT32_MIN, h = (int64_t)m->sk - bn;
+    if (m->left >= 0) /* n0 - (m0 + bm - 1) - off >= -left */
+        l = (int64_t)m0 + bm - 1 + m->off - m->left;
+    if (m->right >= 0 && (int64_t)m0 + m->off + m->right - bn + 1 < h) /* n0 + bn - 1 - m0 - off <= right */
+        h = (int64_t)m0 + m->off + m->right - bn + 1;
+    if ((int64_t)m0 + bm > m->sq) {
+        l = 1; /* rows past the entry: never full */
+        h = 0;
+    }
+    *lo = (int)(l < INT32_MIN ? INT32_MIN : l > INT32_MAX ? INT32_MAX : l);
+    *hi = (int)(h < INT32_MIN ? INT32_MIN : h > INT32_MAX ? INT32_MAX : h);
+}
+
 #endif /* CKT_FMHA_MASK_H */
