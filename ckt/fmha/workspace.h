@@ -381,10 +381,19 @@ static inline ckt_status ckt_fmha_bwd_plan_make(ckt_fmha_bwd_plan *plan, const c
  * and the splits at their most: 1 per entry when not persistent; else at most
  * min(grid, key tiles of max_seqlen_k) per entry and batch + grid - 1 in all
  * (ckt__fmha_bwd_dq_bound says why). 0 for a NULL plan. */
+static inline ckt_status ckt_fmha_bwd_workspace_size(const ckt_fmha_bwd_plan *p, const int32_t *seqstart_q,
+                                                     const int32_t *seqstart_k, const int32_t *seqlen_q,
+                                                     const int32_t *seqlen_k, size_t *bytes);
+
 static inline size_t ckt_fmha_bwd_workspace_upper_bound(const ckt_fmha_bwd_plan *p)
 {
     if (!p)
         return 0;
+    /* batch mode: the lengths are the traits', so the exact size is known
+     * (the caps below can be 10x it in deterministic mode) */
+    size_t exact = 0;
+    if (!p->traits.group_mode && ckt_fmha_bwd_workspace_size(p, NULL, NULL, NULL, NULL, &exact) == CKT_SUCCESS)
+        return exact;
     const int64_t rows = (int64_t)p->traits.batch * p->traits.max_seqlen_q;
     return p->meta_bytes + CKT__FMHA_BWD_ROUND((size_t)ckt__fmha_bwd_dq_bound(p) * sizeof(float)) +
            (size_t)rows * (size_t)p->traits.nhead_q * sizeof(float);
