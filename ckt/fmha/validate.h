@@ -103,51 +103,24 @@ typedef struct ckt__fmha_common {
     int window_left, window_right;
 } ckt__fmha_common;
 
+/* The shared fields, listed once: both adapters copy them. */
+#define CKT__FMHA_COMMON_FIELDS(X)                                                                      \
+    X(dtype) X(batch) X(nhead_q) X(nhead_k) X(seqlen_q) X(seqlen_k) X(hdim_q) X(hdim_v) X(group_mode)   \
+    X(seqstart_q) X(seqstart_k) X(seqlen_q_ptr) X(seqlen_k_ptr) X(scale) X(softcap) X(mask)             \
+    X(window_left) X(window_right)
+#define CKT__FMHA_COMMON_COPY(f) c.f = a->f;
+
 static inline ckt__fmha_common ckt__fmha_common_of_fwd(const ckt_fmha_fwd_args *a)
 {
     ckt__fmha_common c;
-    c.dtype = a->dtype;
-    c.batch = a->batch;
-    c.nhead_q = a->nhead_q;
-    c.nhead_k = a->nhead_k;
-    c.seqlen_q = a->seqlen_q;
-    c.seqlen_k = a->seqlen_k;
-    c.hdim_q = a->hdim_q;
-    c.hdim_v = a->hdim_v;
-    c.group_mode = a->group_mode;
-    c.seqstart_q = a->seqstart_q;
-    c.seqstart_k = a->seqstart_k;
-    c.seqlen_q_ptr = a->seqlen_q_ptr;
-    c.seqlen_k_ptr = a->seqlen_k_ptr;
-    c.scale = a->scale;
-    c.softcap = a->softcap;
-    c.mask = a->mask;
-    c.window_left = a->window_left;
-    c.window_right = a->window_right;
+    CKT__FMHA_COMMON_FIELDS(CKT__FMHA_COMMON_COPY)
     return c;
 }
 
 static inline ckt__fmha_common ckt__fmha_common_of_bwd(const ckt_fmha_bwd_args *a)
 {
     ckt__fmha_common c;
-    c.dtype = a->dtype;
-    c.batch = a->batch;
-    c.nhead_q = a->nhead_q;
-    c.nhead_k = a->nhead_k;
-    c.seqlen_q = a->seqlen_q;
-    c.seqlen_k = a->seqlen_k;
-    c.hdim_q = a->hdim_q;
-    c.hdim_v = a->hdim_v;
-    c.group_mode = a->group_mode;
-    c.seqstart_q = a->seqstart_q;
-    c.seqstart_k = a->seqstart_k;
-    c.seqlen_q_ptr = a->seqlen_q_ptr;
-    c.seqlen_k_ptr = a->seqlen_k_ptr;
-    c.scale = a->scale;
-    c.softcap = a->softcap;
-    c.mask = a->mask;
-    c.window_left = a->window_left;
-    c.window_right = a->window_right;
+    CKT__FMHA_COMMON_FIELDS(CKT__FMHA_COMMON_COPY)
     return c;
 }
 
