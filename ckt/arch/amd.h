@@ -65,6 +65,13 @@ CKT_INLINE CKT_DEVICE float ckt_rcpf_fast(float x) { return __builtin_amdgcn_rcp
 /* >>atomics */
 CKT_INLINE CKT_DEVICE int ckt_atomic_add_i32(int *p, int v) { return atomicAdd(p, v); }
 CKT_INLINE CKT_DEVICE float ckt_atomic_add_f32(float *p, float v) { return atomicAdd(p, v); }
+CKT_INLINE CKT_DEVICE void ckt_atomic_add_f32x4(float *p, float x0, float x1, float x2, float x3)
+{
+    atomicAdd(p, x0);
+    atomicAdd(p + 1, x1);
+    atomicAdd(p + 2, x2);
+    atomicAdd(p + 3, x3);
+}
 
 /* >>memory operations (API and semantics: ckt/arch/memory.h) */
 

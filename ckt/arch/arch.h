@@ -19,6 +19,9 @@
  *   numbers        ckt_f16 ckt_bf16 and conversions (ckt/arch/numeric.h)
  *                  ckt_exp2f_fast(x) ckt_rcpf_fast(x)
  *   atomics        ckt_atomic_add_i32(p, v) ckt_atomic_add_f32(p, v)
+ *                  ckt_atomic_add_f32x4(p, x0, x1, x2, x3): p[k] += xk, each element
+ *                  atomically (not the four as one); p 16-byte aligned, global memory.
+ *                  One vector reduction on sm_90 (red.global.add.v4.f32), else four.
  *   vectors        ckt_u32x2 ckt_u32x4 (ckt/arch/vector.h)
  *   memory         ckt_cp_async_{16,8,4}(smem, gmem, src_bytes) ckt_cp_async_commit()
  *                  ckt_cp_async_wait(n) ckt_cp_async_wait_all()

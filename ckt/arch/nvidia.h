@@ -83,6 +83,19 @@ CKT_INLINE CKT_DEVICE float ckt_rcpf_fast(float x)
 /* >>atomics */
 CKT_INLINE CKT_DEVICE int ckt_atomic_add_i32(int *p, int v) { return atomicAdd(p, v); }
 CKT_INLINE CKT_DEVICE float ckt_atomic_add_f32(float *p, float v) { return atomicAdd(p, v); }
+CKT_INLINE CKT_DEVICE void ckt_atomic_add_f32x4(float *p, float x0, float x1, float x2, float x3)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(__cvta_generic_to_global(p)), "f"(x0),
+                 "f"(x1), "f"(x2), "f"(x3)
+                 : "memory");
+#else
+    atomicAdd(p, x0);
+    atomicAdd(p + 1, x1);
+    atomicAdd(p + 2, x2);
+    atomicAdd(p + 3, x3);
+#endif
+}
 
 /* >>memory operations (API and semantics: ckt/arch/memory.h) */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800

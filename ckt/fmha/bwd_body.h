@@ -200,6 +200,7 @@ CKT_STATIC_ASSERT(CKT__FB_D % 32 == 0 && CKT__FB_D >= 32 && CKT__FB_D <= 256,
                   "CKT_FMHA_HDIM must be a multiple of 32 in [32, 256] (smaller head dims run padded)");
 CKT_STATIC_ASSERT(CKT__FB_DV % 32 == 0 && CKT__FB_DV >= 32 && CKT__FB_DV <= 256,
                   "CKT_FMHA_HDIM_V must be a multiple of 32 in [32, 256]");
+CKT_STATIC_ASSERT(CKT__FB_STAGES == 1 || CKT__FB_STAGES == 2, "CKT_FMHA_BWD_STAGES must be 1 or 2 (one step of prefetch)");
 CKT_STATIC_ASSERT(CKT__FB_BM <= CKT__FB_T, "CKT_FMHA_BWD_BLOCK_M must not exceed the block's threads (one row each)");
 CKT_STATIC_ASSERT(CKT__FB_BN % CKT__FB_TM == 0 && CKT__FB_BM % CKT__FB_TM == 0,
                   "CKT_FMHA_BWD_BLOCK_N and _BLOCK_M must be multiples of the MMA tile (16 NVIDIA, 32 CDNA)");
@@ -281,10 +282,10 @@ CKT_INLINE CKT_DEVICE void ckt__fmha_bwd_dot_do_o(const ckt_fmha_bwd_args *a, in
         dsum[(int64_t)h * m->total_q_rows + ckt_fmha_bwd_meta_q_row_start(m)[b] + i] = acc;
     /* dq_acc[b][slot][h][i][:] = 0 for every slot of the entry */
     float *dq_acc = (float *)((char *)a->workspace + ckt_fmha_bwd_meta_bytes(m->batch, m->grid, m->persistent));
-    const int64_t nsplits = ckt_fmha_bwd_meta_nsplits(m)[b];
+    const int64_t nsplits = ckt_fmha_bwd_meta_nsplits(m)[b], ld = ckt_fmha_bwd_dq_ld(a->hdim_q);
     for (int64_t sl = 0; sl < nsplits; sl++) {
-        float *r = dq_acc + ckt_fmha_bwd_meta_dq_start(m)[b] + ((sl * a->nhead_q + h) * s.sq + i) * a->hdim_q;
-        for (int c = sub; c < a->hdim_q; c += CKT__FB_ROW_LANES)
+        float *r = dq_acc + ckt_fmha_bwd_meta_dq_start(m)[b] + ((sl * a->nhead_q + h) * s.sq + i) * ld;
+        for (int c = sub; c < ld; c += CKT__FB_ROW_LANES)
             r[c] = 0.0f;
     }
 }
@@ -304,16 +305,18 @@ CKT_INLINE CKT_DEVICE void ckt__fmha_bwd_convert_dq(const ckt_fmha_bwd_args *a, 
     const float scale = a->scale > 0.0f ? a->scale : 1.0f / sqrtf((float)a->hdim_q);
     const float *dq_acc = (const float *)((const char *)a->workspace +
                                           ckt_fmha_bwd_meta_bytes(m->batch, m->grid, m->persistent));
-    const int64_t nsplits = ckt_fmha_bwd_meta_nsplits(m)[b];
-    const int64_t slot_stride = (int64_t)a->nhead_q * s.sq * a->hdim_q;
-    const float *r = dq_acc + ckt_fmha_bwd_meta_dq_start(m)[b] + ((int64_t)h * s.sq + i) * a->hdim_q;
+    const int64_t nsplits = ckt_fmha_bwd_meta_nsplits(m)[b], ld = ckt_fmha_bwd_dq_ld(a->hdim_q);
+    const int64_t slot_stride = (int64_t)a->nhead_q * s.sq * ld;
+    const float *r = dq_acc + ckt_fmha_bwd_meta_dq_start(m)[b] + ((int64_t)h * s.sq + i) * ld;
     uint16_t *dq = (uint16_t *)a->dq + ckt_fmha_row_offset(a->group_mode, b, h, s.q_start + i, a->dq_stride_b,
                                                           a->dq_stride_h, a->dq_stride_s);
     for (int c = sub * 2; c < a->hdim_q; c += 2 * CKT__FB_ROW_LANES) {
+        /* columns c and c + 1 (c even) in the accumulator order (ckt/tile/mma.h) */
+        const int pc = ckt_acc_col(c), pc1 = ckt_acc_col(c + 1);
         float x0 = 0.0f, x1 = 0.0f;
         for (int64_t sl = 0; sl < nsplits; sl++) {
-            x0 += r[sl * slot_stride + c];
-            x1 += r[sl * slot_stride + c + 1];
+            x0 += r[sl * slot_stride + pc];
+            x1 += r[sl * slot_stride + pc1];
         }
         *(uint32_t *)(dq + c) = bf16 ? ckt_pack2_bf16(x0 * scale, x1 * scale) : ckt_pack2_f16(x0 * scale, x1 * scale);
     }
@@ -370,6 +373,7 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
     const int bf16 = CKT__FB_BF16;
     const float scale = a.scale > 0.0f ? a.scale : 1.0f / sqrtf((float)a.hdim_q);
     const int group = a.nhead_q / a.nhead_k;
+    const int64_t dq_ld = ckt_fmha_bwd_dq_ld(a.hdim_q);
 
     /* this block's work units */
     const int64_t *unit_start = ckt_fmha_bwd_meta_unit_start(meta);
@@ -432,13 +436,12 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
             ckt_smem_tile_load_async(sV, &wv, BN, DV, CKT__FB_T, tid);
         }
 
-        /* the loads of step st (query head, query tile) into stage st % STAGES:
+        /* the loads of a step (query head h_, query tile at row q0_) into stage stg_:
          * CKT__FB_ISSUE: the Q and dO tiles, asynchronously (committed);
          * CKT__FB_ROWS: LSE (log2 domain; +inf for a row with nothing visible,
          * so that its P is 0) and D of row r_ of the tile, into l_ and d_ */
-#define CKT__FB_ISSUE(st)                                                                                          \
+#define CKT__FB_ISSUE(h_, q0_, stg_)                                                                               \
     do {                                                                                                           \
-        const int h_ = hk * group + (st) / nqt, q0_ = q_lo + ((st) % nqt) * BM, stg_ = (st) % CKT__FB_STAGES;     \
         const uint16_t *qp_ = (const uint16_t *)a.q + ckt_fmha_row_offset(a.group_mode, b, h_, sq.q_start,          \
                                                                           a.q_stride_b, a.q_stride_h, a.q_stride_s); \
         const uint16_t *dop_ = (const uint16_t *)a.dout +                                                           \
@@ -451,9 +454,9 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
         ckt_smem_tile_load_async(CKT__FB_SDO(stg_), &wdo_, BM, DV, CKT__FB_T, tid);                                \
         ckt_pipe_commit();                                                                                         \
     } while (0)
-#define CKT__FB_ROWS(st, r_, l_, d_)                                                                              \
+#define CKT__FB_ROWS(h_, q0_, r_, l_, d_)                                                                          \
     do {                                                                                                           \
-        const int h_ = hk * group + (st) / nqt, i_ = q_lo + ((st) % nqt) * BM + (r_);                             \
+        const int i_ = (q0_) + (r_);                                                                               \
         l_ = INFINITY;                                                                                             \
         d_ = 0.0f;                                                                                                 \
         if (i_ < sq.sq) {                                                                                          \
@@ -465,10 +468,18 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
     } while (0)
         /* the rows of a tile: thread r < BM holds row r (CKT_STATIC_ASSERT: BM <= threads) */
         float pre_l = INFINITY, pre_d = 0.0f;
+        /* the steps walk (query head, query tile) pairs, tiles minor: (h, q0)
+         * is step st's, (nh, nq0) step st + 1's (no division in the loop) */
+        const int q_end = q_lo + nqt * BM;
+        int h = hk * group, q0 = q_lo, nh = h, nq0 = q0 + BM;
+        if (nq0 >= q_end) {
+            nq0 = q_lo;
+            nh++;
+        }
         if (nsteps > 0) {
-            CKT__FB_ISSUE(0);
+            CKT__FB_ISSUE(h, q0, 0);
             if (tid < BM) {
-                CKT__FB_ROWS(0, tid, pre_l, pre_d);
+                CKT__FB_ROWS(h, q0, tid, pre_l, pre_d);
                 CKT__FB_SROWS(0)[tid] = pre_l;
                 CKT__FB_SROWS(0)[BM + tid] = pre_d;
             }
@@ -488,14 +499,14 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
         const int s_on = warp < SGM * SGN;
 
         for (int st = 0; st < nsteps; st++) {
-            const int h = hk * group + st / nqt, q0 = q_lo + (st % nqt) * BM, stg = st % CKT__FB_STAGES;
+            const int stg = CKT__FB_STAGES > 1 ? st & 1 : 0;
             ckt_cp_async_wait(0);
             ckt_block_sync(); /* step st's tiles have landed; step st-1 is done with P^T, dS^T */
             const int prefetch = CKT__FB_STAGES > 1 && st + 1 < nsteps;
             if (prefetch) {
-                CKT__FB_ISSUE(st + 1);
+                CKT__FB_ISSUE(nh, nq0, stg ^ 1);
                 if (tid < BM) /* loaded now, stored after S^T / dP^T: the latency hides behind them */
-                    CKT__FB_ROWS(st + 1, tid, pre_l, pre_d);
+                    CKT__FB_ROWS(nh, nq0, tid, pre_l, pre_d);
             }
             const ckt_smem_tile sQ = CKT__FB_SQ(stg), sdO = CKT__FB_SDO(stg);
             const float *rows = CKT__FB_SROWS(stg);
@@ -555,8 +566,8 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
                 ckt_warp_store_acc_b16(sdSt, dp_acc, sw_m, sw_n, SWM, SWN, 1.0f, bf16);
             }
             if (prefetch && tid < BM) {
-                CKT__FB_SROWS((st + 1) % CKT__FB_STAGES)[tid] = pre_l;
-                CKT__FB_SROWS((st + 1) % CKT__FB_STAGES)[BM + tid] = pre_d;
+                CKT__FB_SROWS(stg ^ 1)[tid] = pre_l;
+                CKT__FB_SROWS(stg ^ 1)[BM + tid] = pre_d;
             }
             ckt_block_sync(); /* P^T and dS^T complete */
 
@@ -584,8 +595,7 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
             /* dQ[queries x D] += dS K, in column chunks of QC, into the workspace */
             if (warp < QGM * QGN) {
                 const int wm = (warp / QGN) * QWM, wn = (warp % QGN) * QWN;
-                const int lane = (int)ckt_lane_id();
-                float *dqs = dq_acc + dq_base + (((int64_t)slot * a.nhead_q + h) * sq.sq) * a.hdim_q;
+                float *dqs = dq_acc + dq_base + (((int64_t)slot * a.nhead_q + h) * sq.sq) * dq_ld;
                 for (int c0 = 0; c0 < D; c0 += QC) {
                     float q_acc[CKT_WARP_ACC_REGS(QWM, QWN)];
                     CKT_UNROLL
@@ -598,37 +608,31 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
                         ckt_warp_load_b_kn(kf, sK, kk, c0 + wn, KSTEP, QWN);
                         ckt_warp_mma(q_acc, sf, kf, QWM, QWN, KSTEP, bf16);
                     }
-                    /* fp32 atomics; deterministic mode: into this block's own
-                     * slot, which no other block touches, and each element is
-                     * always added by the same thread, so the additions come
-                     * in program order: a fixed order, the same bytes every run */
-                    float *dqw = dqs + (int64_t)(q0 + wm) * a.hdim_q + c0 + wn;
-                    if (q0 + wm + QWM <= sq.sq && c0 + wn + QWN <= a.hdim_q) { /* the warp tile is inside */
-                        CKT_UNROLL
-                        for (int i = 0; i < CKT_WARP_ACC_REGS(QWM, QWN); i++) {
-                            int r, c;
-                            ckt_warp_acc_coord(&r, &c, i, lane, QWM, QWN);
-                            ckt_atomic_add_f32(dqw + r * a.hdim_q + c, q_acc[i]);
-                        }
-                    } else {
-                        CKT_UNROLL
-                        for (int i = 0; i < CKT_WARP_ACC_REGS(QWM, QWN); i++) {
-                            int r, c;
-                            ckt_warp_acc_coord(&r, &c, i, lane, QWM, QWN);
-                            if (q0 + wm + r < sq.sq && c0 + wn + c < a.hdim_q)
-                                ckt_atomic_add_f32(dqw + r * a.hdim_q + c, q_acc[i]);
-                        }
-                    }
+                    /* fp32 atomics, 4 columns at a time (the accumulator order);
+                     * deterministic mode: into this block's own slot, which no
+                     * other block touches, and each element is always added by
+                     * the same thread, so the additions come in program order:
+                     * a fixed order, the same bytes every run */
+                    ckt_warp_red_acc_f32(dqs + (int64_t)(q0 + wm) * dq_ld + c0 + wn, dq_ld, q_acc, QWM, QWN,
+                                         sq.sq - q0 - wm, a.hdim_q - c0 - wn);
                 }
             }
             if (CKT__FB_STAGES == 1 && st + 1 < nsteps) {
                 ckt_block_sync(); /* everyone is done with the single stage */
-                CKT__FB_ISSUE(st + 1);
+                CKT__FB_ISSUE(nh, nq0, 0);
                 if (tid < BM) {
-                    CKT__FB_ROWS(st + 1, tid, pre_l, pre_d);
+                    CKT__FB_ROWS(nh, nq0, tid, pre_l, pre_d);
                     CKT__FB_SROWS(0)[tid] = pre_l;
                     CKT__FB_SROWS(0)[BM + tid] = pre_d;
                 }
+            }
+            /* advance: step st + 1 becomes the current one */
+            h = nh;
+            q0 = nq0;
+            nq0 += BM;
+            if (nq0 >= q_end) {
+                nq0 = q_lo;
+                nh++;
             }
         }
         ckt_cp_async_wait_all();

@@ -30,7 +30,10 @@
  *                          dq_start[batch + 1]    cumulative fp32 elements of dq_acc
  *                          nsplits[batch]         dq_acc slots of entry b (>= 1)
  *   [meta_bytes, +dq)    dq_acc fp32: entry b, slot s, head h, row i, column d at
- *                          dq_start[b] + ((s * nhead_q + h) * sq_b + i) * hdim_q + d
+ *                          dq_start[b] + ((s * nhead_q + h) * sq_b + i) * ld + ckt_acc_col(d)
+ *                          with ld = ckt_fmha_bwd_dq_ld(hdim_q) (hdim_q rounded up to
+ *                          16) and the columns in the MMA accumulators' order
+ *                          (ckt/tile/mma.h: one vector reduction per 4 columns)
  *   [d_offset, +D)       D fp32: D[h][q_row_start[b] + i], h-major over total_q_rows
  *
  * meta_bytes depends on the plan only (batch, grid, persistent), so the accumulator's
@@ -153,6 +156,13 @@ CKT_INLINE CKT_HOST_DEVICE const int64_t *ckt_fmha_bwd_meta_q_row_start(const ck
 {
     return ckt_fmha_bwd_meta_block_start(m) + (m->persistent ? m->grid + 1 : 1);
 }
+/* The row length of dq_acc in fp32 elements: hdim_q rounded up to 16, the
+ * column group of the accumulator order (CKT_ACC_ORDER_COLS, ckt/tile/mma.h). */
+CKT_INLINE CKT_HOST_DEVICE int64_t ckt_fmha_bwd_dq_ld(int hdim_q)
+{
+    return ((int64_t)hdim_q + 15) / 16 * 16;
+}
+
 CKT_INLINE CKT_HOST_DEVICE const int64_t *ckt_fmha_bwd_meta_dq_start(const ckt_fmha_bwd_meta *m)
 {
     return ckt_fmha_bwd_meta_q_row_start(m) + m->batch + 1;
@@ -243,7 +253,7 @@ static inline int64_t ckt__fmha_bwd_mul(int64_t a, int64_t b)
 }
 
 /* The fp32 elements of dq_acc in the worst case the plan admits (no length
- * read): nhead_q * hdim_q * max_seqlen_q * (a bound on sum_b nsplits[b]). Not
+ * read): nhead_q * dq_ld * max_seqlen_q * (a bound on sum_b nsplits[b]). Not
  * persistent: nsplits = 1, so batch. Persistent: each entry's nsplits is at
  * most the blocks one (b, hk) can span, min(grid, key tiles of max_seqlen_k);
  * and, summed over the entries, at most batch + grid - 1: nsplits[b] - 1 is
@@ -264,7 +274,7 @@ static inline int64_t ckt__fmha_bwd_dq_bound(const ckt_fmha_bwd_plan *p)
         if (splits > (int64_t)t->batch + p->grid - 1)
             splits = (int64_t)t->batch + p->grid - 1;
     }
-    const int64_t e = ckt__fmha_bwd_mul((int64_t)t->max_seqlen_q * t->hdim_q, (int64_t)t->nhead_q);
+    const int64_t e = ckt__fmha_bwd_mul((int64_t)t->max_seqlen_q * ckt_fmha_bwd_dq_ld(t->hdim_q), (int64_t)t->nhead_q);
     return e < 0 ? -1 : ckt__fmha_bwd_mul(e, splits);
 }
 
@@ -639,7 +649,8 @@ static inline ckt_status ckt_fmha_bwd_pack(const ckt_fmha_bwd_plan *p, const int
     /* 3. dq_start (overwrites the scratch), D, sizes */
     dq_start[0] = 0;
     for (int b = 0; b < B; b++)
-        dq_start[b + 1] = dq_start[b] + nsplits[b] * t->nhead_q * (q_row_start[b + 1] - q_row_start[b]) * t->hdim_q;
+        dq_start[b + 1] = dq_start[b] + nsplits[b] * t->nhead_q * (q_row_start[b + 1] - q_row_start[b]) *
+                                         ckt_fmha_bwd_dq_ld(t->hdim_q);
     m->total_units = U;
     m->total_q_rows = q_row_start[B];
     m->d_offset = (int64_t)(p->meta_bytes + CKT__FMHA_BWD_ROUND((size_t)dq_start[B] * sizeof(float)));
@@ -943,7 +954,7 @@ static inline ckt_status ckt_fmha_bwd_check_prepared(const void *meta, size_t by
         CKT__WS_REQUIRE(rows >= 0, "q_row_start decreases at entry %d", b);
         CKT__WS_REQUIRE(ns[b] >= 1 && (m->persistent || ns[b] == 1), "nsplits[%d] = %lld", b, (long long)ns[b]);
         CKT__WS_REQUIRE(dq >= 0 && (rows == 0 ? dq == 0 : dq % (ns[b] * m->nhead_q * rows) == 0),
-                        "dq_start[%d] - dq_start[%d] = %lld is not nsplits * nhead_q * rows * hdim_q", b + 1, b,
+                        "dq_start[%d] - dq_start[%d] = %lld is not nsplits * nhead_q * rows * dq_ld", b + 1, b,
                         (long long)dq);
         const int64_t nt = n / m->nhead_k;
         for (int hk = 0; m->persistent && nt > 0 && hk < m->nhead_k; hk++) {

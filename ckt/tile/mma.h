@@ -423,6 +423,68 @@ CKT_INLINE CKT_DEVICE void ckt_warp_store_acc_b16(ckt_smem_tile s, const float *
 #endif
 }
 
+/* >>accumulators into an fp32 matrix in global memory, by atomic addition
+ *
+ * An "accumulator-ordered" fp32 matrix keeps the columns of each group of
+ * CKT_ACC_ORDER_COLS in the order the MMA accumulators hold them, so that a
+ * lane's registers land on contiguous addresses: with mma.sync a lane holds
+ * columns 2t, 2t+1 of two neighbouring n8 tiles, stored as the four floats
+ * 4t .. 4t+3 of their 16-column group (one vector reduction, sm_90); with
+ * MFMA the order is the natural one. Column c of a row lives at
+ * ckt_acc_col(c); ckt_acc_col_inv undoes it. Rows of such a matrix have a
+ * multiple of CKT_ACC_ORDER_COLS columns (pad them). */
+#if defined(CKT_HAS_MMA_SYNC)
+#define CKT_ACC_ORDER_COLS 16
+CKT_INLINE CKT_HOST_DEVICE int ckt_acc_col(int c) { return (c & ~15) | ((c & 6) << 1) | ((c >> 2) & 2) | (c & 1); }
+CKT_INLINE CKT_HOST_DEVICE int ckt_acc_col_inv(int p) { return (p & ~15) | ((p & 2) << 2) | ((p >> 1) & 6) | (p & 1); }
+#else
+#define CKT_ACC_ORDER_COLS 1
+CKT_INLINE CKT_HOST_DEVICE int ckt_acc_col(int c) { return c; }
+CKT_INLINE CKT_HOST_DEVICE int ckt_acc_col_inv(int p) { return p; }
+#endif
+
+/* p[r * ld + ckt_acc_col(c)] += acc (atomically, element by element) for the
+ * rows r < nrows and columns c < ncols of this lane's WM x WN accumulator; p
+ * is the tile's first element in an accumulator-ordered matrix with row
+ * stride ld, the tile's first column a multiple of CKT_ACC_ORDER_COLS.
+ * mma.sync: whole 16-column groups are added (those starting below ncols;
+ * the matrix rows must hold them), ld a multiple of 16 and p 16-byte
+ * aligned: one ckt_atomic_add_f32x4 per lane, row and group (a quarter of
+ * the scalar reductions). Each element is added by one fixed lane, in
+ * program order. */
+CKT_INLINE CKT_DEVICE void ckt_warp_red_acc_f32(float *p, int64_t ld, const float *acc, int WM, int WN, int nrows,
+                                                int ncols)
+{
+    int lane = (int)ckt_lane_id();
+#if defined(CKT_HAS_MMA_SYNC)
+    const int g = lane >> 2, t = lane & 3;
+    CKT_UNROLL
+    for (int mi = 0; mi < WM / 16; mi++)
+        CKT_UNROLL
+        for (int s = 0; s < 2; s++) {
+            const int r = mi * 16 + g + 8 * s;
+            if (r >= nrows)
+                continue;
+            float *row = p + (int64_t)r * ld + 4 * t;
+            CKT_UNROLL
+            for (int j = 0; j < WN / 16; j++) {
+                if (16 * j >= ncols)
+                    continue;
+                const int i0 = (mi * (WN / 8) + 2 * j) * 4 + 2 * s, i1 = i0 + 4;
+                ckt_atomic_add_f32x4(row + 16 * j, acc[i0], acc[i0 + 1], acc[i1], acc[i1 + 1]);
+            }
+        }
+#else
+    CKT_UNROLL
+    for (int i = 0; i < CKT_WARP_ACC_REGS(WM, WN); i++) {
+        int r, c;
+        ckt_warp_acc_coord(&r, &c, i, lane, WM, WN);
+        if (r < nrows && c < ncols)
+            ckt_atomic_add_f32(p + (int64_t)r * ld + c, acc[i]);
+    }
+#endif
+}
+
 #endif
 
 

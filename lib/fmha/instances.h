@@ -17,11 +17,16 @@
 #include "ckt/fmha.h"
 #include "ckt/fmha/dispatch.h"
 
-/* The instance files, cheapest first (the dispatcher still picks by cost). */
+/* The instance files, cheapest first (the dispatcher still picks by cost).
+ * A tuning build may list fewer (tools/bwd_tune.sh: -D'CKT__FMHA_FWD_FILES(X)=X(d128)'). */
+#ifndef CKT__FMHA_FWD_FILES
 #define CKT__FMHA_FWD_FILES(X) X(d32) X(d64) X(d96) X(d128) X(d192_dv128) X(d192) X(d256)
+#endif
 
 /* The backward's instance files (bwd_<dims>.c, ckt/fmha/bwd_body.h), the same pairs. */
+#ifndef CKT__FMHA_BWD_FILES
 #define CKT__FMHA_BWD_FILES(X) X(d32) X(d64) X(d96) X(d128) X(d192_dv128) X(d192) X(d256)
+#endif
 
 /* Instances per file: fp16 and bf16. */
 #define CKT__FMHA_FWD_PER_FILE 2
