@@ -280,13 +280,18 @@ CKT_INLINE CKT_DEVICE void ckt__fmha_bwd_dot_do_o(const ckt_fmha_bwd_args *a, in
     float *dsum = (float *)((char *)a->workspace + m->d_offset);
     if (sub == 0)
         dsum[(int64_t)h * m->total_q_rows + ckt_fmha_bwd_meta_q_row_start(m)[b] + i] = acc;
-    /* dq_acc[b][slot][h][i][:] = 0 for every slot of the entry */
+    /* row i of dq_acc[b][slot][h] = 0 for every slot of the entry (the
+     * accumulator order: columns c, c + 1 (c even) are adjacent) */
     float *dq_acc = (float *)((char *)a->workspace + ckt_fmha_bwd_meta_bytes(m->batch, m->grid, m->persistent));
     const int64_t nsplits = ckt_fmha_bwd_meta_nsplits(m)[b], ld = ckt_fmha_bwd_dq_ld(a->hdim_q);
+    const int64_t mat = ckt_fmha_bwd_dq_rows(s.sq) * ld;
     for (int64_t sl = 0; sl < nsplits; sl++) {
-        float *r = dq_acc + ckt_fmha_bwd_meta_dq_start(m)[b] + ((sl * a->nhead_q + h) * s.sq + i) * ld;
-        for (int c = sub; c < ld; c += CKT__FB_ROW_LANES)
-            r[c] = 0.0f;
+        float *r = dq_acc + ckt_fmha_bwd_meta_dq_start(m)[b] + (sl * a->nhead_q + h) * mat;
+        for (int c = sub * 2; c < ld; c += 2 * CKT__FB_ROW_LANES) {
+            float *e = r + ckt_acc_offset(ld, i, c);
+            e[0] = 0.0f;
+            e[1] = 0.0f;
+        }
     }
 }
 
@@ -306,13 +311,13 @@ CKT_INLINE CKT_DEVICE void ckt__fmha_bwd_convert_dq(const ckt_fmha_bwd_args *a, 
     const float *dq_acc = (const float *)((const char *)a->workspace +
                                           ckt_fmha_bwd_meta_bytes(m->batch, m->grid, m->persistent));
     const int64_t nsplits = ckt_fmha_bwd_meta_nsplits(m)[b], ld = ckt_fmha_bwd_dq_ld(a->hdim_q);
-    const int64_t slot_stride = (int64_t)a->nhead_q * s.sq * ld;
-    const float *r = dq_acc + ckt_fmha_bwd_meta_dq_start(m)[b] + ((int64_t)h * s.sq + i) * ld;
+    const int64_t mat = ckt_fmha_bwd_dq_rows(s.sq) * ld, slot_stride = (int64_t)a->nhead_q * mat;
+    const float *r = dq_acc + ckt_fmha_bwd_meta_dq_start(m)[b] + (int64_t)h * mat;
     uint16_t *dq = (uint16_t *)a->dq + ckt_fmha_row_offset(a->group_mode, b, h, s.q_start + i, a->dq_stride_b,
                                                           a->dq_stride_h, a->dq_stride_s);
     for (int c = sub * 2; c < a->hdim_q; c += 2 * CKT__FB_ROW_LANES) {
-        /* columns c and c + 1 (c even) in the accumulator order (ckt/tile/mma.h) */
-        const int pc = ckt_acc_col(c), pc1 = ckt_acc_col(c + 1);
+        /* (i, c) and (i, c + 1) in the accumulator order (ckt/tile/mma.h) */
+        const int64_t pc = ckt_acc_offset(ld, i, c), pc1 = ckt_acc_offset(ld, i, c + 1);
         float x0 = 0.0f, x1 = 0.0f;
         for (int64_t sl = 0; sl < nsplits; sl++) {
             x0 += r[sl * slot_stride + pc];
@@ -413,7 +418,7 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
         int slot = 0;
         if (meta->persistent)
             slot = p - ckt_fmha_bwd_find(block_start, meta->grid + 1, unit_start[b] + (int64_t)hk * ntiles);
-        const int64_t dq_base = ckt_fmha_bwd_meta_dq_start(meta)[b];
+        const int64_t dq_base = ckt_fmha_bwd_meta_dq_start(meta)[b], dq_mat = ckt_fmha_bwd_dq_rows(sq.sq) * dq_ld;
         const int64_t q_row0 = ckt_fmha_bwd_meta_q_row_start(meta)[b];
 
         /* the query tiles that see this key tile: [q_lo, q_hi) in steps of BM */
@@ -457,17 +462,20 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
 #define CKT__FB_ROWS(h_, q0_, r_, l_, d_)                                                                          \
     do {                                                                                                           \
         const int i_ = (q0_) + (r_);                                                                               \
-        l_ = INFINITY;                                                                                             \
+        l_ = -INFINITY;                                                                                            \
         d_ = 0.0f;                                                                                                 \
         if (i_ < sq.sq) {                                                                                          \
-            const float lse_ = a.lse[a.group_mode ? (int64_t)h_ * a.lse_stride_h + sq.q_start + i_                  \
-                                                  : (int64_t)b * a.lse_stride_b + (int64_t)h_ * a.lse_stride_h + i_]; \
-            l_ = lse_ == -INFINITY ? INFINITY : lse_ * CKT_LOG2E;                                                  \
+            l_ = a.lse[a.group_mode ? (int64_t)h_ * a.lse_stride_h + sq.q_start + i_                               \
+                                    : (int64_t)b * a.lse_stride_b + (int64_t)h_ * a.lse_stride_h + i_];            \
             d_ = dsum[(int64_t)h_ * meta->total_q_rows + q_row0 + i_];                                             \
         }                                                                                                          \
     } while (0)
+        /* the LSE in the log2 domain as P^T uses it (+inf where nothing is
+         * visible: P = 0); applied when stored, so that the global load's
+         * latency hides behind the step's products */
+#define CKT__FB_LSE2(l_) ((l_) == -INFINITY ? INFINITY : (l_)*CKT_LOG2E)
         /* the rows of a tile: thread r < BM holds row r (CKT_STATIC_ASSERT: BM <= threads) */
-        float pre_l = INFINITY, pre_d = 0.0f;
+        float pre_l = -INFINITY, pre_d = 0.0f;
         /* the steps walk (query head, query tile) pairs, tiles minor: (h, q0)
          * is step st's, (nh, nq0) step st + 1's (no division in the loop) */
         const int q_end = q_lo + nqt * BM;
@@ -480,7 +488,7 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
             CKT__FB_ISSUE(h, q0, 0);
             if (tid < BM) {
                 CKT__FB_ROWS(h, q0, tid, pre_l, pre_d);
-                CKT__FB_SROWS(0)[tid] = pre_l;
+                CKT__FB_SROWS(0)[tid] = CKT__FB_LSE2(pre_l);
                 CKT__FB_SROWS(0)[BM + tid] = pre_d;
             }
         } else {
@@ -540,15 +548,25 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
                 /* S <- cap tanh(S scale / cap) with a soft-cap (ckt/fmha/softmax.h, the
                  * forward's); to_log2 takes S to the log2 domain */
                 const float to_log2 = ckt_fmha_softcap(s_acc, CKT_WARP_ACC_REGS(SWM, SWN), scale, cap);
-                const float inv_cap2 = cap > 0.0f ? 1.0f / (cap * cap) : 0.0f;
-                /* tanh' = 1 - (S / cap)^2: exactly 1 without a cap (inv_cap2 = 0) */
-                CKT_UNROLL
-                for (int i = 0; i < CKT_WARP_ACC_REGS(SWM, SWN); i++) {
-                    int r, c;
-                    ckt_warp_acc_coord(&r, &c, i, lane, SWM, SWN);
-                    const float x = s_acc[i], pv = ckt_exp2f_fast(fmaf(x, to_log2, -rows[sw_n + c]));
-                    s_acc[i] = pv;
-                    dp_acc[i] = pv * (dp_acc[i] - rows[BM + sw_n + c]) * fmaf(-x * x, inv_cap2, 1.0f);
+                if (cap > 0.0f) { /* tanh' = 1 - (S / cap)^2 (uniform branch) */
+                    const float inv_cap2 = 1.0f / (cap * cap);
+                    CKT_UNROLL
+                    for (int i = 0; i < CKT_WARP_ACC_REGS(SWM, SWN); i++) {
+                        int r, c;
+                        ckt_warp_acc_coord(&r, &c, i, lane, SWM, SWN);
+                        const float x = s_acc[i], pv = ckt_exp2f_fast(fmaf(x, to_log2, -rows[sw_n + c]));
+                        s_acc[i] = pv;
+                        dp_acc[i] = pv * (dp_acc[i] - rows[BM + sw_n + c]) * fmaf(-x * x, inv_cap2, 1.0f);
+                    }
+                } else {
+                    CKT_UNROLL
+                    for (int i = 0; i < CKT_WARP_ACC_REGS(SWM, SWN); i++) {
+                        int r, c;
+                        ckt_warp_acc_coord(&r, &c, i, lane, SWM, SWN);
+                        const float pv = ckt_exp2f_fast(fmaf(s_acc[i], to_log2, -rows[sw_n + c]));
+                        s_acc[i] = pv;
+                        dp_acc[i] = pv * (dp_acc[i] - rows[BM + sw_n + c]);
+                    }
                 }
                 /* only tiles the mask or the ends of the entry cut */
                 if (!ckt_fmha_mask_tile_full(&mk, q0 + sw_n, SWN, n0 + sw_m, SWM)) {
@@ -566,7 +584,7 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
                 ckt_warp_store_acc_b16(sdSt, dp_acc, sw_m, sw_n, SWM, SWN, 1.0f, bf16);
             }
             if (prefetch && tid < BM) {
-                CKT__FB_SROWS(stg ^ 1)[tid] = pre_l;
+                CKT__FB_SROWS(stg ^ 1)[tid] = CKT__FB_LSE2(pre_l);
                 CKT__FB_SROWS(stg ^ 1)[BM + tid] = pre_d;
             }
             ckt_block_sync(); /* P^T and dS^T complete */
@@ -595,7 +613,7 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
             /* dQ[queries x D] += dS K, in column chunks of QC, into the workspace */
             if (warp < QGM * QGN) {
                 const int wm = (warp / QGN) * QWM, wn = (warp % QGN) * QWN;
-                float *dqs = dq_acc + dq_base + (((int64_t)slot * a.nhead_q + h) * sq.sq) * dq_ld;
+                float *dqs = dq_acc + dq_base + ((int64_t)slot * a.nhead_q + h) * dq_mat;
                 for (int c0 = 0; c0 < D; c0 += QC) {
                     float q_acc[CKT_WARP_ACC_REGS(QWM, QWN)];
                     CKT_UNROLL
@@ -613,8 +631,8 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
                      * other block touches, and each element is always added by
                      * the same thread, so the additions come in program order:
                      * a fixed order, the same bytes every run */
-                    ckt_warp_red_acc_f32(dqs + (int64_t)(q0 + wm) * dq_ld + c0 + wn, dq_ld, q_acc, QWM, QWN,
-                                         sq.sq - q0 - wm, a.hdim_q - c0 - wn);
+                    ckt_warp_red_acc_f32(dqs, dq_ld, q_acc, q0 + wm, c0 + wn, QWM, QWN, sq.sq - q0 - wm,
+                                         a.hdim_q - c0 - wn);
                 }
             }
             if (CKT__FB_STAGES == 1 && st + 1 < nsteps) {
@@ -622,7 +640,7 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
                 CKT__FB_ISSUE(nh, nq0, 0);
                 if (tid < BM) {
                     CKT__FB_ROWS(nh, nq0, tid, pre_l, pre_d);
-                    CKT__FB_SROWS(0)[tid] = pre_l;
+                    CKT__FB_SROWS(0)[tid] = CKT__FB_LSE2(pre_l);
                     CKT__FB_SROWS(0)[BM + tid] = pre_d;
                 }
             }
@@ -650,6 +668,7 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
                                     sq.sk - n0, a.hdim_v, 1.0f, bf16);
 #undef CKT__FB_ISSUE
 #undef CKT__FB_ROWS
+#undef CKT__FB_LSE2
     }
 #undef CKT__FB_STAGE
 #undef CKT__FB_SQ

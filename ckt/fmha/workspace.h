@@ -29,11 +29,11 @@
  *                          q_row_start[batch + 1] cumulative logical seqlen_q
  *                          dq_start[batch + 1]    cumulative fp32 elements of dq_acc
  *                          nsplits[batch]         dq_acc slots of entry b (>= 1)
- *   [meta_bytes, +dq)    dq_acc fp32: entry b, slot s, head h, row i, column d at
- *                          dq_start[b] + ((s * nhead_q + h) * sq_b + i) * ld + ckt_acc_col(d)
- *                          with ld = ckt_fmha_bwd_dq_ld(hdim_q) (hdim_q rounded up to
- *                          16) and the columns in the MMA accumulators' order
- *                          (ckt/tile/mma.h: one vector reduction per 4 columns)
+ *   [meta_bytes, +dq)    dq_acc fp32: entry b, slot s, head h: an accumulator-ordered
+ *                          matrix (ckt/tile/mma.h) of rows16 = ckt_fmha_bwd_dq_rows(sq_b)
+ *                          rows and ld = ckt_fmha_bwd_dq_ld(hdim_q) columns at
+ *                          dq_start[b] + (s * nhead_q + h) * rows16 * ld; row i, column d
+ *                          at ckt_acc_offset(ld, i, d) from there
  *   [d_offset, +D)       D fp32: D[h][q_row_start[b] + i], h-major over total_q_rows
  *
  * meta_bytes depends on the plan only (batch, grid, persistent), so the accumulator's
@@ -156,11 +156,17 @@ CKT_INLINE CKT_HOST_DEVICE const int64_t *ckt_fmha_bwd_meta_q_row_start(const ck
 {
     return ckt_fmha_bwd_meta_block_start(m) + (m->persistent ? m->grid + 1 : 1);
 }
-/* The row length of dq_acc in fp32 elements: hdim_q rounded up to 16, the
- * column group of the accumulator order (CKT_ACC_ORDER_COLS, ckt/tile/mma.h). */
+/* The shape of one dq_acc matrix (entry, slot, head): hdim_q rounded up to 8
+ * columns and seqlen_q rounded up to 16 rows, the largest block of the
+ * accumulator order (CKT_ACC_BLOCK_COLS / _ROWS, ckt/tile/mma.h) of any
+ * backend, so that the plan does not depend on the backend. */
 CKT_INLINE CKT_HOST_DEVICE int64_t ckt_fmha_bwd_dq_ld(int hdim_q)
 {
-    return ((int64_t)hdim_q + 15) / 16 * 16;
+    return ((int64_t)hdim_q + 7) / 8 * 8;
+}
+CKT_INLINE CKT_HOST_DEVICE int64_t ckt_fmha_bwd_dq_rows(int64_t seqlen_q)
+{
+    return (seqlen_q + 15) / 16 * 16;
 }
 
 CKT_INLINE CKT_HOST_DEVICE const int64_t *ckt_fmha_bwd_meta_dq_start(const ckt_fmha_bwd_meta *m)
@@ -253,7 +259,7 @@ static inline int64_t ckt__fmha_bwd_mul(int64_t a, int64_t b)
 }
 
 /* The fp32 elements of dq_acc in the worst case the plan admits (no length
- * read): nhead_q * dq_ld * max_seqlen_q * (a bound on sum_b nsplits[b]). Not
+ * read): nhead_q * dq_ld * dq_rows(max_seqlen_q) * (a bound on sum_b nsplits[b]). Not
  * persistent: nsplits = 1, so batch. Persistent: each entry's nsplits is at
  * most the blocks one (b, hk) can span, min(grid, key tiles of max_seqlen_k);
  * and, summed over the entries, at most batch + grid - 1: nsplits[b] - 1 is
@@ -274,7 +280,8 @@ static inline int64_t ckt__fmha_bwd_dq_bound(const ckt_fmha_bwd_plan *p)
         if (splits > (int64_t)t->batch + p->grid - 1)
             splits = (int64_t)t->batch + p->grid - 1;
     }
-    const int64_t e = ckt__fmha_bwd_mul((int64_t)t->max_seqlen_q * ckt_fmha_bwd_dq_ld(t->hdim_q), (int64_t)t->nhead_q);
+    const int64_t e = ckt__fmha_bwd_mul(ckt_fmha_bwd_dq_rows(t->max_seqlen_q) * ckt_fmha_bwd_dq_ld(t->hdim_q),
+                                        (int64_t)t->nhead_q);
     return e < 0 ? -1 : ckt__fmha_bwd_mul(e, splits);
 }
 
@@ -649,7 +656,7 @@ static inline ckt_status ckt_fmha_bwd_pack(const ckt_fmha_bwd_plan *p, const int
     /* 3. dq_start (overwrites the scratch), D, sizes */
     dq_start[0] = 0;
     for (int b = 0; b < B; b++)
-        dq_start[b + 1] = dq_start[b] + nsplits[b] * t->nhead_q * (q_row_start[b + 1] - q_row_start[b]) *
+        dq_start[b + 1] = dq_start[b] + nsplits[b] * t->nhead_q * ckt_fmha_bwd_dq_rows(q_row_start[b + 1] - q_row_start[b]) *
                                          ckt_fmha_bwd_dq_ld(t->hdim_q);
     m->total_units = U;
     m->total_q_rows = q_row_start[B];
@@ -953,8 +960,8 @@ static inline ckt_status ckt_fmha_bwd_check_prepared(const void *meta, size_t by
                         (long long)n, (int)m->nhead_k);
         CKT__WS_REQUIRE(rows >= 0, "q_row_start decreases at entry %d", b);
         CKT__WS_REQUIRE(ns[b] >= 1 && (m->persistent || ns[b] == 1), "nsplits[%d] = %lld", b, (long long)ns[b]);
-        CKT__WS_REQUIRE(dq >= 0 && (rows == 0 ? dq == 0 : dq % (ns[b] * m->nhead_q * rows) == 0),
-                        "dq_start[%d] - dq_start[%d] = %lld is not nsplits * nhead_q * rows * dq_ld", b + 1, b,
+        CKT__WS_REQUIRE(dq >= 0 && (rows == 0 ? dq == 0 : dq % (ns[b] * m->nhead_q * ckt_fmha_bwd_dq_rows(rows)) == 0),
+                        "dq_start[%d] - dq_start[%d] = %lld is not nsplits * nhead_q * dq_rows * dq_ld", b + 1, b,
                         (long long)dq);
         const int64_t nt = n / m->nhead_k;
         for (int hk = 0; m->persistent && nt > 0 && hk < m->nhead_k; hk++) {

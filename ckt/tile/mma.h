@@ -425,62 +425,61 @@ CKT_INLINE CKT_DEVICE void ckt_warp_store_acc_b16(ckt_smem_tile s, const float *
 
 /* >>accumulators into an fp32 matrix in global memory, by atomic addition
  *
- * An "accumulator-ordered" fp32 matrix keeps the columns of each group of
- * CKT_ACC_ORDER_COLS in the order the MMA accumulators hold them, so that a
- * lane's registers land on contiguous addresses: with mma.sync a lane holds
- * columns 2t, 2t+1 of two neighbouring n8 tiles, stored as the four floats
- * 4t .. 4t+3 of their 16-column group (one vector reduction, sm_90); with
- * MFMA the order is the natural one. Column c of a row lives at
- * ckt_acc_col(c); ckt_acc_col_inv undoes it. Rows of such a matrix have a
- * multiple of CKT_ACC_ORDER_COLS columns (pad them). */
+ * An "accumulator-ordered" fp32 matrix is stored in blocks of
+ * CKT_ACC_BLOCK_ROWS x CKT_ACC_BLOCK_COLS laid out as the MMA accumulators
+ * hold them, so that each lane's registers of one MMA tile are contiguous:
+ * with mma.sync a 16x8 block is 32 lanes x 4 floats (lane l's c[0..3] at
+ * 4 l .. 4 l + 3: one 16-byte vector reduction, the warp's 512 bytes
+ * contiguous); blocks are row-major over the matrix. With MFMA the blocks
+ * are 1x1 (the natural row-major order: CDNA has no vector fp32 atomics).
+ * The matrix has a multiple of CKT_ACC_BLOCK_ROWS rows and its row length
+ * ld is a multiple of CKT_ACC_BLOCK_COLS (pad both); ckt_acc_offset gives
+ * where element (r, c) lives. */
 #if defined(CKT_HAS_MMA_SYNC)
-#define CKT_ACC_ORDER_COLS 16
-CKT_INLINE CKT_HOST_DEVICE int ckt_acc_col(int c) { return (c & ~15) | ((c & 6) << 1) | ((c >> 2) & 2) | (c & 1); }
-CKT_INLINE CKT_HOST_DEVICE int ckt_acc_col_inv(int p) { return (p & ~15) | ((p & 2) << 2) | ((p >> 1) & 6) | (p & 1); }
+#define CKT_ACC_BLOCK_ROWS 16
+#define CKT_ACC_BLOCK_COLS 8
+CKT_INLINE CKT_HOST_DEVICE int64_t ckt_acc_offset(int64_t ld, int r, int c)
+{
+    return ((int64_t)(r >> 4) * (ld >> 3) + (c >> 3)) * 128 + (((r & 7) << 2) | ((c & 7) >> 1)) * 4 +
+           ((r >> 3) & 1) * 2 + (c & 1);
+}
 #else
-#define CKT_ACC_ORDER_COLS 1
-CKT_INLINE CKT_HOST_DEVICE int ckt_acc_col(int c) { return c; }
-CKT_INLINE CKT_HOST_DEVICE int ckt_acc_col_inv(int p) { return p; }
+#define CKT_ACC_BLOCK_ROWS 1
+#define CKT_ACC_BLOCK_COLS 1
+CKT_INLINE CKT_HOST_DEVICE int64_t ckt_acc_offset(int64_t ld, int r, int c) { return (int64_t)r * ld + c; }
 #endif
 
-/* p[r * ld + ckt_acc_col(c)] += acc (atomically, element by element) for the
- * rows r < nrows and columns c < ncols of this lane's WM x WN accumulator; p
- * is the tile's first element in an accumulator-ordered matrix with row
- * stride ld, the tile's first column a multiple of CKT_ACC_ORDER_COLS.
- * mma.sync: whole 16-column groups are added (those starting below ncols;
- * the matrix rows must hold them), ld a multiple of 16 and p 16-byte
- * aligned: one ckt_atomic_add_f32x4 per lane, row and group (a quarter of
- * the scalar reductions). Each element is added by one fixed lane, in
- * program order. */
-CKT_INLINE CKT_DEVICE void ckt_warp_red_acc_f32(float *p, int64_t ld, const float *acc, int WM, int WN, int nrows,
-                                                int ncols)
+/* m[(row0 + r, col0 + c)] += acc (atomically, element by element) for this
+ * lane's WM x WN accumulator tile at (row0, col0) of an accumulator-ordered
+ * matrix m (row length ld, 16-byte aligned); row0 and col0 are multiples of
+ * the block. Whole blocks are added where they start inside the nrows x
+ * ncols window of the tile (the rest of such a block is padding of the
+ * matrix: add there only zeros, or never read it); MFMA: elements r < nrows,
+ * c < ncols. Each element is added by one fixed lane, in program order. */
+CKT_INLINE CKT_DEVICE void ckt_warp_red_acc_f32(float *m, int64_t ld, const float *acc, int row0, int col0, int WM,
+                                                int WN, int nrows, int ncols)
 {
     int lane = (int)ckt_lane_id();
 #if defined(CKT_HAS_MMA_SYNC)
-    const int g = lane >> 2, t = lane & 3;
     CKT_UNROLL
-    for (int mi = 0; mi < WM / 16; mi++)
+    for (int mi = 0; mi < WM / 16; mi++) {
+        if (mi * 16 >= nrows)
+            break;
+        float *blk = m + ckt_acc_offset(ld, row0 + mi * 16, col0) + 4 * lane;
         CKT_UNROLL
-        for (int s = 0; s < 2; s++) {
-            const int r = mi * 16 + g + 8 * s;
-            if (r >= nrows)
-                continue;
-            float *row = p + (int64_t)r * ld + 4 * t;
-            CKT_UNROLL
-            for (int j = 0; j < WN / 16; j++) {
-                if (16 * j >= ncols)
-                    continue;
-                const int i0 = (mi * (WN / 8) + 2 * j) * 4 + 2 * s, i1 = i0 + 4;
-                ckt_atomic_add_f32x4(row + 16 * j, acc[i0], acc[i0 + 1], acc[i1], acc[i1 + 1]);
-            }
+        for (int ni = 0; ni < WN / 8; ni++) {
+            const float *c = &acc[(mi * (WN / 8) + ni) * 4];
+            if (ni * 8 < ncols)
+                ckt_atomic_add_f32x4(blk + ni * 128, c[0], c[1], c[2], c[3]);
         }
+    }
 #else
     CKT_UNROLL
     for (int i = 0; i < CKT_WARP_ACC_REGS(WM, WN); i++) {
         int r, c;
         ckt_warp_acc_coord(&r, &c, i, lane, WM, WN);
         if (r < nrows && c < ncols)
-            ckt_atomic_add_f32(p + (int64_t)r * ld + c, acc[i]);
+            ckt_atomic_add_f32(m + ckt_acc_offset(ld, row0 + r, col0 + c), acc[i]);
     }
 #endif
 }

@@ -198,7 +198,8 @@ void check_meta(const Case &c, const ckt_fmha_bwd_plan &p, const std::vector<int
     int64_t dq = 0;
     for (int b = 0; b < B; b++) {
         ASSERT_EQ(ds[b], dq);
-        dq += ns[b] * c.t.nhead_q * (int64_t)c.sq[b] * c.t.hdim_q;
+        // each (slot, head) matrix: rows rounded up to 16, columns to 8 (the accumulator order)
+        dq += ns[b] * c.t.nhead_q * ((c.sq[b] + 15) / 16 * 16) * (int64_t)((c.t.hdim_q + 7) / 8 * 8);
     }
     ASSERT_EQ(ds[B], dq);
     const int64_t d_offset = (int64_t)p.meta_bytes + (dq * 4 + 255) / 256 * 256;
