@@ -28,7 +28,7 @@ for d in ${dims//,/ }; do
   "$nvcc" "${flags[@]}" "$@" -Xptxas -v -c "lib/fmha/bwd_$d.c" -o "$obj/bwd_$d.o" 2> "$obj/bwd_$d.ptxas" & pids+=($!)
 done
 for p in "${pids[@]}"; do wait "$p"; done
-grep -A2 "dq_dk_dv" "$obj"/bwd_*.ptxas | grep -E "spill|registers" | sed "s/^/$name: /" || true
+grep -A2 "dq_dk_dv" "$obj"/bwd_*.ptxas | grep -E "Compiling|spill|registers" | sed -e "s/^/$name: /" -e "s/ptxas info *: //" || true
 "$nvcc" "${flags[@]}" -c examples/fmha_bwd/main.c -o "$obj/main.o"
 "$nvcc" -gencode "arch=$carch,code=$arch" -cudart static "$obj"/main.o "$obj"/dispatch.o "$obj"/fwd_*.o "$obj"/bwd_*.o -o "$out/$name"
 "$nvcc" -shared -gencode "arch=$carch,code=$arch" -cudart static "$obj"/dispatch.o "$obj"/fwd_*.o "$obj"/bwd_*.o -o "$out/$name.so"
