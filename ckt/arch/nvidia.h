@@ -255,6 +255,16 @@ CKT_INLINE CKT_DEVICE void ckt_ldmatrix_x4_trans(uint32_t r[4], const void *row)
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(ckt__smem_u32(row)));
 }
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define CKT_HAS_STMATRIX 1
+CKT_INLINE CKT_DEVICE void ckt_stmatrix_x4(void *row, const uint32_t r[4])
+{
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1,%2,%3,%4};\n" ::"r"(ckt__smem_u32(row)),
+                 "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
+                 : "memory");
+}
+#endif
+
 /* >>kernels and launch */
 typedef const void *ckt_kernel_ref;
 

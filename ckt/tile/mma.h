@@ -404,6 +404,33 @@ CKT_INLINE CKT_DEVICE void ckt_warp_store_acc_b16(ckt_smem_tile s, const float *
                                                   int WN, float mul, int bf16)
 {
     int lane = (int)ckt_lane_id();
+#if defined(CKT_HAS_MMA_SYNC) && defined(CKT_HAS_STMATRIX)
+    /* one stmatrix x4 per 16x16 block: lane l addresses row l%16, column
+     * 8 (l/16) of the block; its registers are its accumulators of the
+     * block's two m16n8 tiles (ckt/arch/mma.h) */
+    if (WN % 16 == 0) {
+        CKT_UNROLL
+        for (int mi = 0; mi < WM / 16; mi++)
+            CKT_UNROLL
+            for (int nj = 0; nj < WN / 16; nj++) {
+                const float *c0 = &acc[(mi * (WN / 8) + 2 * nj) * 4], *c1 = c0 + 4;
+                uint32_t r[4];
+                if (bf16) {
+                    r[0] = ckt_pack2_bf16(c0[0] * mul, c0[1] * mul);
+                    r[1] = ckt_pack2_bf16(c0[2] * mul, c0[3] * mul);
+                    r[2] = ckt_pack2_bf16(c1[0] * mul, c1[1] * mul);
+                    r[3] = ckt_pack2_bf16(c1[2] * mul, c1[3] * mul);
+                } else {
+                    r[0] = ckt_pack2_f16(c0[0] * mul, c0[1] * mul);
+                    r[1] = ckt_pack2_f16(c0[2] * mul, c0[3] * mul);
+                    r[2] = ckt_pack2_f16(c1[0] * mul, c1[1] * mul);
+                    r[3] = ckt_pack2_f16(c1[2] * mul, c1[3] * mul);
+                }
+                ckt_stmatrix_x4(ckt_smem_tile_ptr(s, row0 + mi * 16 + (lane & 15), col0 + nj * 16 + 8 * (lane >> 4)), r);
+            }
+        return;
+    }
+#endif
 #if CKT_WARP_ACC_PAIRS
     CKT_UNROLL
     for (int i = 0; i < CKT_WARP_ACC_REGS(WM, WN); i += 2) {

@@ -166,6 +166,41 @@ CKT__EMU_LDMATRIX_FN(4, 1, _trans)
 #define ckt_ldmatrix_x2_trans(r, row) ckt__emu_ldmatrix_x2_trans((r), (row), __FILE__, __LINE__)
 #define ckt_ldmatrix_x4_trans(r, row) ckt__emu_ldmatrix_x4_trans((r), (row), __FILE__, __LINE__)
 
+/* >>stmatrix m8n8 .b16, x4 (sm_90): the inverse of ldmatrix x4. Operands
+ * per lane: op_ptr[0] = r (uint32_t[4]), [1] = the row address; lane 8j + i
+ * gives row i of matrix j, lane l's r[j] holds row l / 4, columns 2 (l % 4)
+ * and + 1 of matrix j. */
+#define CKT_HAS_STMATRIX 1
+static inline void ckt__emu_stmatrix_x4_fn(ckt__emu_thread **lanes, unsigned n)
+{
+    (void)n;
+    uint16_t M[4][8][8]; /* M[j][row][col] */
+    for (unsigned l = 0; l < 32; l++) {
+        const uint32_t *r = (const uint32_t *)lanes[l]->op_ptr[0];
+        unsigned q = l / 4, p = 2 * (l % 4);
+        for (unsigned j = 0; j < 4; j++) {
+            M[j][q][p] = (uint16_t)(r[j] & 0xffff);
+            M[j][q][p + 1] = (uint16_t)(r[j] >> 16);
+        }
+    }
+    for (unsigned j = 0; j < 4; j++)
+        for (unsigned i = 0; i < 8; i++) {
+            const ckt__emu_thread *dst = lanes[8 * j + i];
+            void *row = (void *)dst->op_ptr[1];
+            if ((uintptr_t)row % 16 || !ckt__emu_in_shared(row, 16))
+                ckt__emu_die(dst->file, dst->line,
+                             "ckt_stmatrix_x4: lane %u passes row address %p, which is not a 16-byte aligned "
+                             "shared-memory address",
+                             dst->lane, row);
+            memcpy(row, M[j][i], 16);
+        }
+}
+static inline void ckt__emu_stmatrix_x4(void *row, const uint32_t *r, const char *file, int line)
+{
+    ckt__emu_warp_custom(ckt__emu_stmatrix_x4_fn, r, row, NULL, NULL, file, line);
+}
+#define ckt_stmatrix_x4(row, r) ckt__emu_stmatrix_x4((row), (r), __FILE__, __LINE__)
+
 #endif /* CKT_EMU_WARP_SIZE == 32 */
 #endif /* CKT_BACKEND_CPU */
 #endif /* CKT_ARCH_CPU_MMA_NV_H */
