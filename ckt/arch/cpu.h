@@ -122,7 +122,9 @@ static inline const char *ckt_arch_error_string(int err)
 #include "ckt/arch/cpu/mfma_cdna.h"
 #include "ckt/arch/cpu/mma_nv.h"
 
-/* >>atomics: the vector reduction (after memory.h: its diagnostics) */
+/* >>atomics: the vector reduction (after memory.h: its diagnostics; like
+ * memory.h, only when the emulator is the backend) */
+#if defined(CKT_BACKEND_CPU)
 /* (a GPU faults on a misaligned vector reduction: the emulator says where) */
 CKT_INLINE void ckt__emu_atomic_add_f32x4(float *p, float x0, float x1, float x2, float x3, const char *file,
                                           int line)
@@ -135,5 +137,6 @@ CKT_INLINE void ckt__emu_atomic_add_f32x4(float *p, float x0, float x1, float x2
     ckt_atomic_add_f32(p + 3, x3);
 }
 #define ckt_atomic_add_f32x4(p, x0, x1, x2, x3) ckt__emu_atomic_add_f32x4((p), (x0), (x1), (x2), (x3), __FILE__, __LINE__)
+#endif
 
 #endif /* CKT_ARCH_CPU_H */
