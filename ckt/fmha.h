@@ -13,6 +13,8 @@
 #include "ckt/fmha/args.h"
 #include "ckt/fmha/dispatch.h" /* ckt_fmha_fwd: the compiled instances of libckt_fmha */
 #include "ckt/fmha/ref.h"      /* CPU reference of the forward, FLOP count, comparison */
+#include "ckt/fmha/ref_appendkv.h" /* CPU reference of the append-KV kernel */
+#include "ckt/fmha/rope.h"     /* rotary embedding */
 #include "ckt/fmha/validate.h"
 #include "ckt/fmha/workspace.h" /* the backward's plan and workspace */
 #include "ckt/host.h"
@@ -23,5 +25,9 @@
 
 /* The backward's (three kernels, a plan and a run), for `#include CKT_FMHA_BWD_BODY`. */
 #define CKT_FMHA_BWD_BODY "ckt/fmha/bwd_body.h"
+
+/* The append-KV kernel's (rotary embedding, KV cache append), for
+ * `#include CKT_FMHA_APPENDKV_BODY`: docs/fmha_appendkv.md. */
+#define CKT_FMHA_APPENDKV_BODY "ckt/fmha/appendkv_body.h"
 
 #endif /* CKT_FMHA_H */

@@ -147,6 +147,77 @@ typedef struct ckt_fmha_bwd_args {
     size_t workspace_bytes; /* its size, checked against the plan's need */
 } ckt_fmha_bwd_args;
 
+/* >>append-KV: ckt_fmha_appendkv_args (kernel: ckt/fmha/appendkv_body.h)
+ *
+ * Appends s_knew = seqlen_knew new tokens per batch entry to a KV cache and
+ * applies rotary embedding (ckt/fmha/rope.h) to them and to Q, as CK's
+ * appendkv and FlashAttention's flash_attn_with_kvcache do. Entry b's cache
+ * row is cb = cache_batch_idx ? cache_batch_idx[b] : b; its current length
+ * (before the append) is len_b = seqlen_k_ptr ? seqlen_k_ptr[b] : seqlen_k:
+ *
+ *   Kc[cb][hk][len_b + t][:] = rope(Knew[b][hk][t][:], len_b + t)     t < s_knew
+ *   Vc[cb][hk][len_b + t][:] = Vnew[b][hk][t][:]
+ *   Q[b][h][i][:]            = rope(Q[b][h][i][:], len_b + i)         in place, i < the entry's queries
+ *
+ * rope(x, pos) turns the first rotary_dim elements of x by the angles of
+ * row pos of the tables rotary_cos / rotary_sin: fp32 (whatever the data
+ * type: positions up to 128k need the precision), [rotary_max_pos][rotary_dim / 2]
+ * contiguous; interleaved pairs (2u, 2u + 1) when rotary_interleaved, else
+ * half-split (u, u + rotary_dim / 2). rotary_dim = 0: no rotation (a plain
+ * append; q is then not touched and may be NULL). Q's position is its
+ * distance past the cache's current end: query i of entry b sits at
+ * len_b + i (FlashAttention's convention under a causal mask: the queries
+ * are the new tokens). Q is rotated in place; copy it first to keep it.
+ *
+ * The cache after the append holds len_b + s_knew rows of entry b: attend
+ * to it with ckt_fmha_fwd (docs/fmha_appendkv.md gives the two-call recipe).
+ *
+ * Layouts: strides in elements, unit stride on d, like the forward's.
+ * k_new / v_new: [batch][nhead_k][s_knew][d] through knew_stride_* /
+ * vnew_stride_*. The cache k_cache / v_cache: contiguous through
+ * k_stride_b / _h / _s (entries of cache_seqlen rows: the capacity; the
+ * cache's batch dimension has cache_batch entries, 0 = batch). q: batch mode
+ * [batch][nhead_q][seqlen_q][d] (q_stride_*), group mode (group_mode = 1)
+ * entry b's queries are rows seqstart_q[b] .. seqstart_q[b + 1] - 1 of one
+ * packed sequence (no q_stride_b; seqlen_q is then the max over the batch).
+ *
+ * Capacity: len_b + s_knew <= cache_seqlen and len_b + max(s_knew, the
+ * entry's queries) <= rotary_max_pos (when rotary_dim > 0). Checked where
+ * the host can read the lengths (scalar seqlen_k; on the CPU backend, the
+ * arrays too); on a GPU, rows past either bound are not written (no
+ * out-of-bounds access), nothing else reports them.
+ */
+typedef struct ckt_fmha_appendkv_args {
+    void *q;                   /* rotated in place; unused when rotary_dim = 0 */
+    const void *k_new, *v_new; /* the new tokens */
+    void *k_cache, *v_cache;   /* written at rows len_b .. len_b + s_knew - 1 */
+    ckt_dtype dtype;           /* CKT_F16 or CKT_BF16: every tensor but the tables */
+
+    int batch, nhead_q, nhead_k;
+    int seqlen_q;     /* queries per entry to rotate (group mode: the max) */
+    int seqlen_knew;  /* s_knew, new tokens per entry */
+    int seqlen_k;     /* current length of every entry, when seqlen_k_ptr is NULL */
+    int cache_seqlen; /* rows per cache entry (capacity) */
+    int cache_batch;  /* entries of the cache's batch dimension; 0 = batch */
+    int hdim_q, hdim_v;
+
+    int64_t q_stride_b, q_stride_h, q_stride_s;
+    int64_t knew_stride_b, knew_stride_h, knew_stride_s;
+    int64_t vnew_stride_b, vnew_stride_h, vnew_stride_s;
+    int64_t k_stride_b, k_stride_h, k_stride_s; /* the cache */
+    int64_t v_stride_b, v_stride_h, v_stride_s;
+
+    int group_mode;
+    const int32_t *seqstart_q;      /* group mode, device, batch + 1 */
+    const int32_t *seqlen_k_ptr;    /* optional, device, batch: len_b */
+    const int32_t *cache_batch_idx; /* optional, device, batch: cb */
+
+    int rotary_dim;         /* 0 (none) or even, <= hdim_q */
+    int rotary_interleaved; /* 1: pairs (2u, 2u + 1); 0: (u, u + rotary_dim / 2) */
+    const float *rotary_cos, *rotary_sin; /* device, [rotary_max_pos][rotary_dim / 2] */
+    int rotary_max_pos;
+} ckt_fmha_appendkv_args;
+
 /* The mask's window, visibility predicate and tile ranges: ckt/fmha/mask.h. */
 
 /* Contiguous strides for [b][h][s][d] (bhsd = 1) or [b][s][h][d] (bhsd = 0);

@@ -102,6 +102,26 @@ size_t ckt_fmha_bwd_workspace_bytes(const ckt_fmha_bwd_args *a);
 const ckt_fmha_bwd_instance *ckt_fmha_bwd_select(const ckt_fmha_bwd_traits *t);
 const ckt_fmha_bwd_instance *ckt_fmha_bwd_instance_at(int i);
 
+/* >>append-KV (ckt/fmha/appendkv_body.h; docs/fmha_appendkv.md)
+ *
+ *   ckt_fmha_appendkv_args a = CKT_ZERO_INIT;  // ckt/fmha/args.h; device pointers
+ *   ... a.rotary_dim = 64; a.rotary_cos = cos; a.rotary_sin = sin; ...
+ *   ckt_fmha_appendkv(&a, stream);            // K_new, V_new into the cache; Q, K_new rotated
+ *   ckt_fmha_fwd(&f, stream);                 // attention over the updated cache
+ *
+ * One instance per type (fp16, bf16), generic over head dims up to 256. */
+typedef struct ckt_fmha_appendkv_instance {
+    const char *name;
+    ckt_dtype dtype;
+    ckt_status (*launch)(const ckt_fmha_appendkv_args *a, ckt_stream stream);
+} ckt_fmha_appendkv_instance;
+
+/* Appends and rotates on `stream`; validation as ckt_fmha_appendkv_validate. */
+ckt_status ckt_fmha_appendkv(const ckt_fmha_appendkv_args *a, ckt_stream stream);
+
+/* The i-th compiled append-KV instance, NULL past the end. */
+const ckt_fmha_appendkv_instance *ckt_fmha_appendkv_instance_at(int i);
+
 /* ABI check for bindings: the offset of a field of ckt_fmha_fwd_args in this
  * library's build ("sizeof" gives the struct size), (size_t)-1 for an unknown
  * name. bench/ckt_fmha.py compares it with its ctypes Structure. */

@@ -54,6 +54,10 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
+
+/* The largest head dim of the append-KV kernel (generic below it). */
+#define CKT_FMHA_APPENDKV_MAX_HDIM 256
 
 /* The elements of a vector access: 16 bytes of fp16 / bf16. */
 #define CKT_FMHA_VEC_ELEMS 8
@@ -87,6 +91,13 @@ static inline int ckt_fmha_bwd_is_empty(const ckt_fmha_bwd_args *a)
 {
     return a->batch == 0 || a->nhead_q == 0 || (a->seqlen_q == 0 && a->seqlen_k == 0);
 }
+
+#define CKT__FMHA_TRY(call)                                                                        \
+    do {                                                                                           \
+        ckt_status ckt__s = (call);                                                                \
+        if (ckt__s != CKT_SUCCESS)                                                                 \
+            return ckt__s;                                                                         \
+    } while (0)
 
 /* >>the fields both directions share */
 
@@ -130,41 +141,42 @@ static inline ckt__fmha_common ckt__fmha_common_of_bwd(const ckt_fmha_bwd_args *
  * seqstart[b + 1] - seqstart[b]); each logical length at most seqlen_q /
  * seqlen_k. Nothing to check in batch mode. The arrays must be readable here:
  * host copies, or the CPU backend's "device" memory. */
+static inline ckt_status ckt__fmha_check_starts(const int32_t *start, const int32_t *len, int max, int batch,
+                                                const char *ss, const char *ls, const char *ms)
+{
+    if (!start)
+        return ckt__fail(CKT_ERROR_NULL_POINTER, "%s: NULL in group mode", ss);
+    if (start[0] < 0)
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "%s: [0] = %d is negative", ss, (int)start[0]);
+    for (int b = 0; b < batch; b++) {
+        const int32_t phys = start[b + 1] - start[b];
+        if (start[b + 1] < start[b])
+            return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "%s: decreases at entry %d (%d then %d)", ss, b,
+                             (int)start[b], (int)start[b + 1]);
+        int32_t n = phys;
+        if (len) {
+            n = len[b];
+            if (n < 0 || n > phys)
+                return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
+                                 "%s: [%d] = %d is outside [0, %d] (the physical length %s[%d] - %s[%d])", ls, b,
+                                 (int)n, (int)phys, ss, b + 1, ss, b);
+        }
+        if (n > max)
+            return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
+                             "%s: %d is less than entry %d's length %d (group mode: the max over the batch)", ms, max,
+                             b, (int)n);
+    }
+    return CKT_SUCCESS;
+}
+
 static inline ckt_status ckt__fmha_check_seqs(const ckt__fmha_common *a)
 {
     if (!a->group_mode)
         return CKT_SUCCESS;
-    for (int t = 0; t < 2; t++) {
-        const char *const ss = t ? "seqstart_k" : "seqstart_q";
-        const char *const ls = t ? "seqlen_k_ptr" : "seqlen_q_ptr";
-        const char *const ms = t ? "seqlen_k" : "seqlen_q";
-        const int32_t *start = t ? a->seqstart_k : a->seqstart_q;
-        const int32_t *len = t ? a->seqlen_k_ptr : a->seqlen_q_ptr;
-        const int max = t ? a->seqlen_k : a->seqlen_q;
-        if (!start)
-            return ckt__fail(CKT_ERROR_NULL_POINTER, "%s: NULL in group mode", ss);
-        if (start[0] < 0)
-            return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "%s: [0] = %d is negative", ss, (int)start[0]);
-        for (int b = 0; b < a->batch; b++) {
-            const int32_t phys = start[b + 1] - start[b];
-            if (start[b + 1] < start[b])
-                return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "%s: decreases at entry %d (%d then %d)", ss,
-                                 b, (int)start[b], (int)start[b + 1]);
-            int32_t n = phys;
-            if (len) {
-                n = len[b];
-                if (n < 0 || n > phys)
-                    return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
-                                     "%s: [%d] = %d is outside [0, %d] (the physical length %s[%d] - %s[%d])",
-                                     ls, b, (int)n, (int)phys, ss, b + 1, ss, b);
-            }
-            if (n > max)
-                return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
-                                 "%s: %d is less than entry %d's length %d (group mode: the max over the batch)",
-                                 ms, max, b, (int)n);
-        }
-    }
-    return CKT_SUCCESS;
+    CKT__FMHA_TRY(ckt__fmha_check_starts(a->seqstart_q, a->seqlen_q_ptr, a->seqlen_q, a->batch, "seqstart_q",
+                                         "seqlen_q_ptr", "seqlen_q"));
+    return ckt__fmha_check_starts(a->seqstart_k, a->seqlen_k_ptr, a->seqlen_k, a->batch, "seqstart_k",
+                                  "seqlen_k_ptr", "seqlen_k");
 }
 
 /* The group-mode arrays of the forward's or the backward's arguments (the
@@ -218,13 +230,6 @@ static inline ckt_status ckt__fmha_check_hdim(int d, const char *name, int inst,
         return ckt__fail(CKT_ERROR_UNSUPPORTED, "%s: %d exceeds this instance's %s %d", name, d, inst_name, inst);
     return CKT_SUCCESS;
 }
-
-#define CKT__FMHA_TRY(call)                                                                        \
-    do {                                                                                           \
-        ckt_status ckt__s = (call);                                                                \
-        if (ckt__s != CKT_SUCCESS)                                                                 \
-            return ckt__s;                                                                         \
-    } while (0)
 
 /* One dimension of a strided layout, for ckt_fmha_check_disjoint: its
  * stride in elements, its extent, the stride's argument name ("o_stride_s";
@@ -466,6 +471,177 @@ static inline ckt_status ckt_fmha_bwd_validate(const ckt_fmha_bwd_args *a, ckt_d
         return ckt__fail(CKT_ERROR_NULL_POINTER, "workspace: NULL (plan and prepare one: ckt/fmha/workspace.h)");
     CKT__FMHA_TRY(ckt__fmha_check_ptr(a->workspace, "workspace", 16));
     return ckt__fmha_check_group(&c);
+}
+
+/* >>append-KV (ckt_fmha_appendkv_args, ckt/fmha/appendkv_body.h)
+ *
+ * Before the empty test: dtype; sizes >= 0; hdim_q, hdim_v multiples of 8 up
+ * to 256; GQA; group_mode 0 / 1 (seqstart_q only in group mode);
+ * rotary_dim even, in [0, hdim_q]; rotary_interleaved 0 / 1; cache_batch >=
+ * batch without cache_batch_idx; with a scalar length, seqlen_k + seqlen_knew
+ * <= cache_seqlen and (rotating) seqlen_k + max(seqlen_knew, seqlen_q) <=
+ * rotary_max_pos. Then the tensors it reads (k_new, v_new) and writes
+ * (k_cache, v_cache, q when rotating: disjoint), the tables (4-byte aligned),
+ * the int32 arrays (4-byte aligned), and on the CPU backend their contents:
+ * seqstart_q, each seqlen_k_ptr[b] >= 0 within the capacity and the tables,
+ * each cache_batch_idx[b] in [0, cache_batch) and no two entries on one
+ * cache row (their appends would race). */
+
+/* 1 when the call writes nothing: no entries, or neither new tokens (or kv
+ * heads) nor queries to rotate. */
+static inline int ckt_fmha_appendkv_is_empty(const ckt_fmha_appendkv_args *a)
+{
+    const int appends = a->seqlen_knew > 0 && a->nhead_k > 0;
+    const int rotates_q = a->rotary_dim > 0 && a->seqlen_q > 0 && a->nhead_q > 0;
+    return a->batch == 0 || (!appends && !rotates_q);
+}
+
+/* Whether the call rotates Q (and so reads and writes q). */
+static inline int ckt_fmha_appendkv_rotates_q(const ckt_fmha_appendkv_args *a)
+{
+    return a->rotary_dim > 0 && a->seqlen_q > 0 && a->nhead_q > 0;
+}
+
+/* Entry b's queries (host-readable arrays in group mode). */
+static inline int ckt__fmha_appendkv_rows_q(const ckt_fmha_appendkv_args *a, int b)
+{
+    return a->group_mode ? a->seqstart_q[b + 1] - a->seqstart_q[b] : a->seqlen_q;
+}
+
+/* One entry's length len against the capacity and the rotary tables. */
+static inline ckt_status ckt__fmha_appendkv_check_len(const ckt_fmha_appendkv_args *a, int64_t len, int64_t rows_q,
+                                                      const char *name)
+{
+    if (len < 0)
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "%s: %lld is negative", name, (long long)len);
+    if (len + a->seqlen_knew > a->cache_seqlen)
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
+                         "%s: %lld + seqlen_knew %d = %lld exceeds cache_seqlen %d (the cache would overflow)", name,
+                         (long long)len, a->seqlen_knew, (long long)(len + a->seqlen_knew), a->cache_seqlen);
+    if (a->rotary_dim > 0) {
+        const int64_t need = len + (rows_q > a->seqlen_knew ? rows_q : a->seqlen_knew);
+        if (need > a->rotary_max_pos)
+            return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
+                             "rotary_max_pos: %d, but %s %lld needs positions up to %lld (rows of rotary_cos / rotary_sin)",
+                             a->rotary_max_pos, name, (long long)len, (long long)need - 1);
+    }
+    return CKT_SUCCESS;
+}
+
+/* The device arrays of an append (host-readable: host copies, or the CPU
+ * backend's memory): seqstart_q, the lengths against the capacity and the
+ * tables, the cache rows (in range, distinct). */
+static inline ckt_status ckt_fmha_appendkv_check_arrays(const ckt_fmha_appendkv_args *a)
+{
+    const int cache_batch = a->cache_batch > 0 ? a->cache_batch : a->batch;
+    if (a->group_mode)
+        CKT__FMHA_TRY(ckt__fmha_check_starts(a->seqstart_q, NULL, a->seqlen_q, a->batch, "seqstart_q", "",
+                                             "seqlen_q"));
+    if (a->seqlen_k_ptr) {
+        for (int b = 0; b < a->batch; b++) {
+            char name[40];
+            snprintf(name, sizeof name, "seqlen_k_ptr[%d]", b);
+            CKT__FMHA_TRY(ckt__fmha_appendkv_check_len(a, a->seqlen_k_ptr[b], ckt_fmha_appendkv_rotates_q(a) ? ckt__fmha_appendkv_rows_q(a, b) : 0, name));
+        }
+    }
+    if (a->cache_batch_idx && a->seqlen_knew > 0 && a->nhead_k > 0) {
+        for (int b = 0; b < a->batch; b++) {
+            const int32_t cb = a->cache_batch_idx[b];
+            if (cb < 0 || cb >= cache_batch)
+                return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "cache_batch_idx: [%d] = %d is outside [0, cache_batch %d)",
+                                 b, (int)cb, cache_batch);
+            for (int e = 0; e < b; e++)
+                if (a->cache_batch_idx[e] == cb)
+                    return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
+                                     "cache_batch_idx: entries %d and %d both append to cache row %d", e, b, (int)cb);
+        }
+    }
+    return CKT_SUCCESS;
+}
+
+static inline ckt_status ckt_fmha_appendkv_validate(const ckt_fmha_appendkv_args *a, ckt_dtype dtype)
+{
+    if (!a)
+        return ckt__fail(CKT_ERROR_NULL_POINTER, "args: NULL");
+    if (a->dtype != CKT_F16 && a->dtype != CKT_BF16)
+        return ckt__fail(CKT_ERROR_UNSUPPORTED, "dtype: %s (%d): fmha takes fp16 or bf16", ckt_dtype_name(a->dtype),
+                         (int)a->dtype);
+    if (a->dtype != dtype)
+        return ckt__fail(CKT_ERROR_UNSUPPORTED, "dtype: %s, this instance is %s", ckt_dtype_name(a->dtype),
+                         ckt_dtype_name(dtype));
+    {
+        const char *const names[] = {"batch", "nhead_q", "nhead_k", "seqlen_q", "seqlen_knew", "seqlen_k",
+                                     "cache_seqlen", "cache_batch", "rotary_max_pos"};
+        const int vals[] = {a->batch, a->nhead_q, a->nhead_k, a->seqlen_q, a->seqlen_knew, a->seqlen_k,
+                            a->cache_seqlen, a->cache_batch, a->rotary_max_pos};
+        for (int i = 0; i < 9; i++)
+            if (vals[i] < 0)
+                return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "%s: %d is negative", names[i], vals[i]);
+    }
+    CKT__FMHA_TRY(ckt__fmha_check_hdim(a->hdim_q, "hdim_q", CKT_FMHA_APPENDKV_MAX_HDIM, "maximum"));
+    CKT__FMHA_TRY(ckt__fmha_check_hdim(a->hdim_v, "hdim_v", CKT_FMHA_APPENDKV_MAX_HDIM, "maximum"));
+    if (a->nhead_q > 0 && a->nhead_k == 0)
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "nhead_k: 0 (must be >= 1 when nhead_q is %d)", a->nhead_q);
+    if (a->nhead_k > 0 && a->nhead_q % a->nhead_k != 0)
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "nhead_q: %d is not a multiple of nhead_k %d (GQA / MQA)",
+                         a->nhead_q, a->nhead_k);
+    if (a->group_mode != 0 && a->group_mode != 1)
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "group_mode: %d (0 = batch, 1 = group)", a->group_mode);
+    if (!a->group_mode && a->seqstart_q)
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "seqstart_q: set, but group_mode is 0 (batch mode ignores it)");
+    if (a->rotary_dim < 0 || a->rotary_dim % 2 != 0 || a->rotary_dim > a->hdim_q)
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "rotary_dim: %d (must be even, in [0, hdim_q %d])",
+                         a->rotary_dim, a->hdim_q);
+    if (a->rotary_interleaved != 0 && a->rotary_interleaved != 1)
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "rotary_interleaved: %d (1 = pairs (2i, 2i+1), 0 = half-split)",
+                         a->rotary_interleaved);
+    const int cache_batch = a->cache_batch > 0 ? a->cache_batch : a->batch;
+    if (!a->cache_batch_idx && cache_batch < a->batch)
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
+                         "cache_batch: %d entries for batch %d (without cache_batch_idx entry b writes cache row b)",
+                         cache_batch, a->batch);
+    if (!a->seqlen_k_ptr && a->batch > 0)
+        CKT__FMHA_TRY(ckt__fmha_appendkv_check_len(a, a->seqlen_k, a->seqlen_q, "seqlen_k"));
+    if (ckt_fmha_appendkv_is_empty(a))
+        return CKT_SUCCESS;
+
+    /* tensors: the new tokens and the cache are batch-strided, the queries follow group_mode */
+    ckt__fmha_common c;
+    memset(&c, 0, sizeof c);
+    c.batch = a->batch;
+    if (a->seqlen_knew > 0 && a->nhead_k > 0) {
+        CKT__FMHA_TRY(ckt__fmha_check_tensor(a->k_new, "k_new", "knew", a->knew_stride_b, a->knew_stride_h,
+                                             a->knew_stride_s, &c, a->nhead_k, a->seqlen_knew, a->hdim_q, "hdim_q", 0));
+        CKT__FMHA_TRY(ckt__fmha_check_tensor(a->v_new, "v_new", "vnew", a->vnew_stride_b, a->vnew_stride_h,
+                                             a->vnew_stride_s, &c, a->nhead_k, a->seqlen_knew, a->hdim_v, "hdim_v", 0));
+        c.batch = cache_batch;
+        CKT__FMHA_TRY(ckt__fmha_check_tensor(a->k_cache, "k_cache", "k", a->k_stride_b, a->k_stride_h, a->k_stride_s,
+                                             &c, a->nhead_k, a->cache_seqlen, a->hdim_q, "hdim_q", 1));
+        CKT__FMHA_TRY(ckt__fmha_check_tensor(a->v_cache, "v_cache", "v", a->v_stride_b, a->v_stride_h, a->v_stride_s,
+                                             &c, a->nhead_k, a->cache_seqlen, a->hdim_v, "hdim_v", 1));
+    }
+    if (ckt_fmha_appendkv_rotates_q(a)) {
+        c.batch = a->batch;
+        c.group_mode = a->group_mode;
+        CKT__FMHA_TRY(ckt__fmha_check_tensor(a->q, "q", "q", a->q_stride_b, a->q_stride_h, a->q_stride_s, &c,
+                                             a->nhead_q, a->seqlen_q, a->hdim_q, "hdim_q", 1));
+    }
+    if (a->rotary_dim > 0) {
+        CKT__FMHA_TRY(ckt__fmha_check_ptr(a->rotary_cos, "rotary_cos", 4));
+        CKT__FMHA_TRY(ckt__fmha_check_ptr(a->rotary_sin, "rotary_sin", 4));
+    }
+    if (a->group_mode)
+        CKT__FMHA_TRY(ckt__fmha_check_ptr(a->seqstart_q, "seqstart_q", 4));
+    if (a->seqlen_k_ptr)
+        CKT__FMHA_TRY(ckt__fmha_check_ptr(a->seqlen_k_ptr, "seqlen_k_ptr", 4));
+    if (a->cache_batch_idx)
+        CKT__FMHA_TRY(ckt__fmha_check_ptr(a->cache_batch_idx, "cache_batch_idx", 4));
+#if defined(CKT_BACKEND_CPU)
+    /* the emulator's device memory is host memory: the arrays can be read */
+    return ckt_fmha_appendkv_check_arrays(a);
+#else
+    return CKT_SUCCESS;
+#endif
 }
 
 #endif /* CKT_FMHA_VALIDATE_H */

@@ -333,3 +333,21 @@ size_t ckt_fmha_bwd_args_offset(const char *field)
 #undef CKT__FMHA_STRIDES
 #undef CKT__FMHA_FIELD
 }
+
+/* >>append-KV */
+
+const ckt_fmha_appendkv_instance *ckt_fmha_appendkv_instance_at(int i)
+{
+    return i >= 0 && i < CKT__FMHA_APPENDKV_COUNT ? &ckt__fmha_appendkv[i] : NULL;
+}
+
+ckt_status ckt_fmha_appendkv(const ckt_fmha_appendkv_args *a, ckt_stream stream)
+{
+    if (!a)
+        return ckt__fail(CKT_ERROR_NULL_POINTER, "ckt_fmha_appendkv: args is NULL");
+    for (int i = 0; i < CKT__FMHA_APPENDKV_COUNT; i++)
+        if (ckt__fmha_appendkv[i].dtype == a->dtype)
+            return ckt__fmha_appendkv[i].launch(a, stream);
+    return ckt__fail(CKT_ERROR_UNSUPPORTED, "dtype: %s (%d): ckt_fmha_appendkv takes fp16 or bf16",
+                     ckt_dtype_name(a->dtype), (int)a->dtype);
+}

@@ -41,9 +41,13 @@
 #define CKT__FMHA_BWD_ENTRY(name, dtype, hdim, hdim_v)                                                    \
     {#name, (dtype), (hdim), (hdim_v), name##_block_m, name##_block_n, name##_blocks_per_mp, name##_fits, name##_run}
 
+/* The append-KV instances (appendkv.c: fp16, bf16; ckt/fmha/appendkv_body.h). */
+#define CKT__FMHA_APPENDKV_COUNT 2
+
 #ifdef __cplusplus
 extern "C" {
 #endif
+extern const ckt_fmha_appendkv_instance ckt__fmha_appendkv[CKT__FMHA_APPENDKV_COUNT];
 /* extern first, so that the const tables have external linkage in C++ too */
 #define CKT__FMHA_FWD_DECLARE(file) extern CKT__FMHA_FWD_TABLE(file);
 CKT__FMHA_FWD_FILES(CKT__FMHA_FWD_DECLARE)

@@ -1,0 +1,635 @@
+// The append-KV kernel (ckt_fmha_appendkv, libckt_fmha) against its CPU
+// reference (ckt/fmha/ref_appendkv.h), then attention over the updated cache
+// (ckt_fmha_fwd, the two-call recipe of docs/fmha_appendkv.md) against
+// ckt_ref_fmha_fwd over the reference's cache. Matrix: rotary dims (0, 16,
+// 64, full d) x interleaved / half-split x ragged lengths (entries' current
+// lengths differ, s_knew and seqlen_q not multiples of anything) x GQA x
+// batch / group mode queries x scalar / per-entry lengths x cache_batch_idx
+// x cache layouts; plus bad input (statuses naming the argument) and the
+// rotary module against the textbook formulas.
+//
+// Checks: rotated elements within one rounding of the reference (fp16 1e-3,
+// bf16 1e-2 relative), everything else bit for bit; no cache element outside
+// the appended rows and no query element outside the logical rows changes;
+// the forward over the cache within CK's tolerances.
+#include "ckt/fmha.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Case {
+    ckt_dtype dt = CKT_F16;
+    int d = 64, dv = 64;
+    int batch = 3, h = 4, hk = 2;
+    int s_knew = 5;
+    std::vector<int> sq = {5};   // queries per entry (group mode: per entry, the last repeats)
+    std::vector<int> len = {7};  // current lengths (the last repeats); a single value: scalar seqlen_k
+    int len_ptr = 0;             // 1: lengths through seqlen_k_ptr even when uniform
+    int cap = 40;                // cache_seqlen
+    int rd = 64, inter = 0;
+    int group = 0;
+    int cbi = 0;                 // 0: none; 1: increasing rows with gaps; 2: reversed (no forward check)
+    int bshd = 1;                // cache (and q / new tokens) as [b][s][h][d]; 0: [b][h][s][d]
+    ckt_fmha_mask mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT;
+    std::string name;
+};
+
+std::string list(const std::vector<int> &v)
+{
+    std::string s;
+    for (size_t i = 0; i < v.size(); i++)
+        s += (i ? "_" : "") + std::to_string(v[i]);
+    return s;
+}
+
+std::string case_name(const Case &c)
+{
+    return std::string(c.dt == CKT_BF16 ? "bf16" : "fp16") + "_d" + std::to_string(c.d) + "_dv" + std::to_string(c.dv) +
+           "_b" + std::to_string(c.batch) + "_h" + std::to_string(c.h) + "_" + std::to_string(c.hk) + "_knew" +
+           std::to_string(c.s_knew) + "_sq" + list(c.sq) + "_len" + list(c.len) + (c.len_ptr ? "_lenptr" : "") +
+           "_cap" + std::to_string(c.cap) + "_rd" + std::to_string(c.rd) + (c.inter ? "_inter" : "_half") +
+           (c.group ? "_group" : "_batch") + (c.cbi == 1 ? "_cbi" : c.cbi == 2 ? "_cbirev" : "") +
+           (c.bshd ? "_bshd" : "_bhsd") + (c.mask == CKT_MASK_NONE ? "_nomask" : "");
+}
+
+void PrintTo(const Case &c, std::ostream *os) { *os << c.name; }
+
+int at(const std::vector<int> &v, int b) { return v[std::min<size_t>(b, v.size() - 1)]; }
+
+// strides of [b][s][h][d] (bshd) or [b][h][s][d] with rows per entry
+void strides(int64_t *sb, int64_t *sh, int64_t *ss, int bshd, int nhead, int64_t rows, int64_t d)
+{
+    ckt_fmha_strides(sb, sh, ss, !bshd, nhead, (int)rows, (int)d);
+}
+
+struct Buffers {
+    std::vector<void *> allocs;
+    ~Buffers()
+    {
+        for (void *p : allocs)
+            ckt_rt_free(p);
+    }
+    void *dev(const void *src, size_t bytes)
+    {
+        void *p = nullptr;
+        EXPECT_EQ(ckt_rt_malloc(&p, bytes ? bytes : 16), CKT_SUCCESS);
+        if (p && src && bytes) {
+            EXPECT_EQ(ckt_rt_memcpy(p, src, bytes, CKT_H2D), CKT_SUCCESS);
+        }
+        allocs.push_back(p);
+        return p;
+    }
+};
+
+// Largest offset + 1 of a [b][h][s][d] tensor through strides.
+size_t span(int64_t nb, int64_t nh, int64_t rows, int64_t d, int64_t sb, int64_t sh, int64_t ss)
+{
+    return (size_t)((nb - 1) * sb + (nh - 1) * sh + (rows - 1) * ss + d);
+}
+
+// cos / sin tables [max_pos][rd / 2] of theta = pos * 10000^(-2u / rd)
+void tables(std::vector<float> &cs, std::vector<float> &sn, int max_pos, int rd)
+{
+    const int half = rd / 2;
+    cs.assign((size_t)std::max(1, max_pos * half), 0.0f);
+    sn.assign(cs.size(), 0.0f);
+    for (int p = 0; p < max_pos; p++)
+        for (int u = 0; u < half; u++) {
+            const double th = p * std::pow(10000.0, -2.0 * u / rd);
+            cs[(size_t)p * half + u] = (float)std::cos(th);
+            sn[(size_t)p * half + u] = (float)std::sin(th);
+        }
+}
+
+float f32(uint16_t x, ckt_dtype dt)
+{
+    if (dt == CKT_BF16) {
+        ckt_bf16 h;
+        h.bits = x;
+        return ckt_f32_from_bf16(h);
+    }
+    ckt_f16 h;
+    h.bits = x;
+    return ckt_f32_from_f16(h);
+}
+
+bool close16(uint16_t got, uint16_t want, ckt_dtype dt)
+{
+    if (got == want)
+        return true;
+    const double g = f32(got, dt), w = f32(want, dt);
+    const double tol = dt == CKT_BF16 ? 1e-2 : 1e-3;
+    return std::fabs(g - w) <= tol + tol * std::fabs(w);
+}
+
+class AppendKV : public ::testing::TestWithParam<Case> {};
+
+TEST_P(AppendKV, MatchesReferenceThenAttends)
+{
+    const Case &c = GetParam();
+    const ckt_dtype dt = c.dt;
+    Buffers buf;
+    ckt_fmha_appendkv_args a;
+    memset(&a, 0, sizeof a);
+    a.dtype = dt;
+    a.batch = c.batch;
+    a.nhead_q = c.h;
+    a.nhead_k = c.hk;
+    a.hdim_q = c.d;
+    a.hdim_v = c.dv;
+    a.seqlen_knew = c.s_knew;
+    a.cache_seqlen = c.cap;
+    a.rotary_dim = c.rd;
+    a.rotary_interleaved = c.inter;
+    a.group_mode = c.group;
+
+    // lengths, queries, cache rows
+    std::vector<int32_t> len(c.batch), sq(c.batch), start_q(1, 0), cbi(c.batch);
+    int max_len = 0, max_sq = 0;
+    for (int b = 0; b < c.batch; b++) {
+        len[b] = at(c.len, b);
+        sq[b] = c.group ? at(c.sq, b) : c.sq[0];
+        start_q.push_back(start_q.back() + sq[b]);
+        max_len = std::max(max_len, (int)len[b]);
+        max_sq = std::max(max_sq, (int)sq[b]);
+        cbi[b] = c.cbi == 1 ? 2 * b + 1 : c.cbi == 2 ? c.batch - 1 - b : b;
+    }
+    const int cache_batch = c.cbi == 1 ? 2 * c.batch + 1 : c.batch;
+    a.cache_batch = c.cbi ? cache_batch : 0;
+    const int scalar_len = c.len.size() == 1 && !c.len_ptr;
+    a.seqlen_k = scalar_len ? len[0] : 0;
+    a.seqlen_q = max_sq;
+    a.rotary_max_pos = c.rd ? max_len + std::max(c.s_knew, max_sq) + 3 : 0;
+
+    // layouts: q (batch: [b][..] with sq rows; group: packed rows), new tokens, the cache
+    const int64_t rows_q = c.group ? start_q.back() : max_sq;
+    strides(&a.q_stride_b, &a.q_stride_h, &a.q_stride_s, c.bshd, c.h, rows_q, c.d);
+    if (c.group)
+        a.q_stride_b = 0;
+    strides(&a.knew_stride_b, &a.knew_stride_h, &a.knew_stride_s, c.bshd, c.hk, c.s_knew, c.d);
+    strides(&a.vnew_stride_b, &a.vnew_stride_h, &a.vnew_stride_s, c.bshd, c.hk, c.s_knew, c.dv);
+    strides(&a.k_stride_b, &a.k_stride_h, &a.k_stride_s, c.bshd, c.hk, c.cap, c.d);
+    strides(&a.v_stride_b, &a.v_stride_h, &a.v_stride_s, c.bshd, c.hk, c.cap, c.dv);
+
+    const size_t nq = span(c.group ? 1 : c.batch, c.h, rows_q, c.d, a.q_stride_b, a.q_stride_h, a.q_stride_s);
+    const size_t nkn = c.s_knew ? span(c.batch, c.hk, c.s_knew, c.d, a.knew_stride_b, a.knew_stride_h, a.knew_stride_s) : 0;
+    const size_t nvn = c.s_knew ? span(c.batch, c.hk, c.s_knew, c.dv, a.vnew_stride_b, a.vnew_stride_h, a.vnew_stride_s) : 0;
+    const size_t nkc = span(cache_batch, c.hk, c.cap, c.d, a.k_stride_b, a.k_stride_h, a.k_stride_s);
+    const size_t nvc = span(cache_batch, c.hk, c.cap, c.dv, a.v_stride_b, a.v_stride_h, a.v_stride_s);
+    std::vector<uint16_t> q(nq), kn(nkn), vn(nvn), kc(nkc), vc(nvc);
+    const uint64_t seed = std::hash<std::string>()(c.name) & 0xffff;
+    ckt_fill(q.data(), dt, q.size(), ckt_init_uniform(-1, 1), seed);
+    ckt_fill(kn.data(), dt, kn.size(), ckt_init_uniform(-1, 1), seed + 1);
+    ckt_fill(vn.data(), dt, vn.size(), ckt_init_uniform(-1, 1), seed + 2);
+    ckt_fill(kc.data(), dt, kc.size(), ckt_init_uniform(-1, 1), seed + 3); // old tokens and garbage past them
+    ckt_fill(vc.data(), dt, vc.size(), ckt_init_uniform(-1, 1), seed + 4);
+    std::vector<float> cs, sn;
+    tables(cs, sn, a.rotary_max_pos, c.rd);
+
+    // host view for the reference
+    ckt_fmha_appendkv_args hv = a;
+    std::vector<uint16_t> q_ref = q, kc_ref = kc, vc_ref = vc;
+    hv.q = q_ref.data();
+    hv.k_new = kn.empty() ? nullptr : kn.data();
+    hv.v_new = vn.empty() ? nullptr : vn.data();
+    hv.k_cache = kc_ref.data();
+    hv.v_cache = vc_ref.data();
+    hv.rotary_cos = c.rd ? cs.data() : nullptr;
+    hv.rotary_sin = c.rd ? sn.data() : nullptr;
+    hv.seqstart_q = c.group ? start_q.data() : nullptr;
+    hv.seqlen_k_ptr = scalar_len ? nullptr : len.data();
+    hv.cache_batch_idx = c.cbi ? cbi.data() : nullptr;
+    ASSERT_EQ(ckt_ref_fmha_appendkv(&hv), CKT_SUCCESS) << ckt_last_error();
+
+    // the kernel
+    ckt_fmha_appendkv_args dv = a;
+    dv.q = buf.dev(q.data(), q.size() * 2);
+    dv.k_new = kn.empty() ? nullptr : buf.dev(kn.data(), kn.size() * 2);
+    dv.v_new = vn.empty() ? nullptr : buf.dev(vn.data(), vn.size() * 2);
+    dv.k_cache = buf.dev(kc.data(), kc.size() * 2);
+    dv.v_cache = buf.dev(vc.data(), vc.size() * 2);
+    dv.rotary_cos = c.rd ? (const float *)buf.dev(cs.data(), cs.size() * 4) : nullptr;
+    dv.rotary_sin = c.rd ? (const float *)buf.dev(sn.data(), sn.size() * 4) : nullptr;
+    dv.seqstart_q = c.group ? (const int32_t *)buf.dev(start_q.data(), start_q.size() * 4) : nullptr;
+    dv.seqlen_k_ptr = scalar_len ? nullptr : (const int32_t *)buf.dev(len.data(), len.size() * 4);
+    dv.cache_batch_idx = c.cbi ? (const int32_t *)buf.dev(cbi.data(), cbi.size() * 4) : nullptr;
+    ASSERT_EQ(ckt_fmha_appendkv(&dv, nullptr), CKT_SUCCESS) << ckt_last_error();
+    ASSERT_EQ(ckt_rt_device_synchronize(), CKT_SUCCESS) << ckt_last_error();
+    std::vector<uint16_t> q_got(q.size()), kc_got(kc.size()), vc_got(vc.size());
+    ASSERT_EQ(ckt_rt_memcpy(q_got.data(), dv.q, q.size() * 2, CKT_D2H), CKT_SUCCESS);
+    ASSERT_EQ(ckt_rt_memcpy(kc_got.data(), dv.k_cache, kc.size() * 2, CKT_D2H), CKT_SUCCESS);
+    ASSERT_EQ(ckt_rt_memcpy(vc_got.data(), dv.v_cache, vc.size() * 2, CKT_D2H), CKT_SUCCESS);
+
+    // which elements the call may write: the appended rows, the logical query rows (when rotating)
+    std::vector<char> wk(kc.size(), 0), wv(vc.size(), 0), wq(q.size(), 0);
+    for (int b = 0; b < c.batch; b++)
+        for (int t = 0; t < c.s_knew; t++)
+            for (int hk = 0; hk < c.hk; hk++) {
+                const int64_t pos = len[b] + t;
+                const int64_t ok = cbi[b] * a.k_stride_b + hk * a.k_stride_h + pos * a.k_stride_s;
+                const int64_t ov = cbi[b] * a.v_stride_b + hk * a.v_stride_h + pos * a.v_stride_s;
+                std::fill(wk.begin() + ok, wk.begin() + ok + c.d, 1);
+                std::fill(wv.begin() + ov, wv.begin() + ov + c.dv, 1);
+            }
+    if (c.rd)
+        for (int b = 0; b < c.batch; b++)
+            for (int hq = 0; hq < c.h; hq++)
+                for (int i = 0; i < sq[b]; i++) {
+                    const int64_t o = (c.group ? 0 : b * a.q_stride_b) + hq * a.q_stride_h + (start_q[b] * c.group + i) * a.q_stride_s;
+                    std::fill(wq.begin() + o, wq.begin() + o + c.d, 1);
+                }
+    size_t bad = 0;
+    auto check = [&](const char *what, const std::vector<uint16_t> &got, const std::vector<uint16_t> &want,
+                     const std::vector<uint16_t> &before, const std::vector<char> &w) {
+        for (size_t i = 0; i < got.size() && bad < 8; i++) {
+            if (!w[i] && got[i] != before[i]) {
+                ADD_FAILURE() << what << " element " << i << " outside the written rows changed";
+                bad++;
+            } else if (!close16(got[i], want[i], dt)) {
+                ADD_FAILURE() << what << " element " << i << ": got " << f32(got[i], dt) << ", want " << f32(want[i], dt);
+                bad++;
+            }
+        }
+    };
+    check("k_cache", kc_got, kc_ref, kc, wk);
+    check("v_cache", vc_got, vc_ref, vc, wv);
+    check("q", q_got, q_ref, q, wq);
+    // the rotation did something where it should (a no-op rotation would pass the checks above)
+    if (c.rd && c.s_knew) {
+        size_t moved = 0;
+        for (size_t i = 0; i < kc.size(); i++)
+            moved += wk[i] && kc_got[i] != kc[i];
+        EXPECT_GT(moved, 0u);
+    }
+    if (HasFailure() || c.cbi == 2)
+        return;
+
+    // >>attention over the updated cache: the forward in group mode (docs/fmha_appendkv.md)
+    // cache entry cb's rows start at row cb * (k_stride_b / k_stride_s) of the packed view
+    ckt_fmha_fwd_args f;
+    memset(&f, 0, sizeof f);
+    f.dtype = dt;
+    f.batch = c.batch;
+    f.nhead_q = c.h;
+    f.nhead_k = c.hk;
+    f.hdim_q = c.d;
+    f.hdim_v = c.dv;
+    f.group_mode = 1;
+    f.mask = c.mask;
+    const int64_t rows_per_q = c.group ? 0 : a.q_stride_b / a.q_stride_s, rows_per_k = a.k_stride_b / a.k_stride_s;
+    ASSERT_EQ(a.v_stride_b / a.v_stride_s, rows_per_k);
+    std::vector<int32_t> fsq(c.batch + 1), fsk(c.batch + 1), flq(c.batch), flk(c.batch);
+    for (int b = 0; b < c.batch; b++) {
+        fsq[b] = c.group ? start_q[b] : (int32_t)(b * rows_per_q);
+        fsk[b] = (int32_t)(cbi[b] * rows_per_k);
+        flq[b] = sq[b];
+        flk[b] = len[b] + c.s_knew;
+        f.seqlen_q = std::max(f.seqlen_q, (int)flq[b]);
+        f.seqlen_k = std::max(f.seqlen_k, (int)flk[b]);
+    }
+    fsq[c.batch] = c.group ? start_q[c.batch] : (int32_t)(c.batch * rows_per_q);
+    fsk[c.batch] = fsk[c.batch - 1] + (int32_t)rows_per_k;
+    f.q_stride_h = a.q_stride_h, f.q_stride_s = a.q_stride_s;
+    f.k_stride_h = a.k_stride_h, f.k_stride_s = a.k_stride_s;
+    f.v_stride_h = a.v_stride_h, f.v_stride_s = a.v_stride_s;
+    // o like q with dv columns (the same rows, so the same seqstart_q)
+    const int64_t rows_o = c.group ? start_q.back() : (int64_t)c.batch * rows_per_q;
+    f.o_stride_s = a.q_stride_s / c.d * c.dv;
+    f.o_stride_h = a.q_stride_h / c.d * c.dv;
+    const size_t no = (size_t)((c.h - 1) * f.o_stride_h + (rows_o - 1) * f.o_stride_s + c.dv);
+    ckt_fmha_fwd_args fh = f;
+    fh.q = q_ref.data();
+    fh.k = kc_ref.data();
+    fh.v = vc_ref.data();
+    fh.seqstart_q = fsq.data();
+    fh.seqstart_k = fsk.data();
+    fh.seqlen_q_ptr = flq.data();
+    fh.seqlen_k_ptr = flk.data();
+    std::vector<float> o_ref(no, 0.0f);
+    ASSERT_EQ(ckt_ref_fmha_fwd(&fh, o_ref.data(), nullptr), CKT_SUCCESS) << ckt_last_error();
+
+    ckt_fmha_fwd_args fd = f;
+    fd.q = dv.q;
+    fd.k = dv.k_cache;
+    fd.v = dv.v_cache;
+    fd.o = buf.dev(nullptr, no * 2);
+    fd.seqstart_q = (const int32_t *)buf.dev(fsq.data(), fsq.size() * 4);
+    fd.seqstart_k = (const int32_t *)buf.dev(fsk.data(), fsk.size() * 4);
+    fd.seqlen_q_ptr = (const int32_t *)buf.dev(flq.data(), flq.size() * 4);
+    fd.seqlen_k_ptr = (const int32_t *)buf.dev(flk.data(), flk.size() * 4);
+    ASSERT_EQ(ckt_fmha_fwd(&fd, nullptr), CKT_SUCCESS) << ckt_last_error();
+    ASSERT_EQ(ckt_rt_device_synchronize(), CKT_SUCCESS);
+    std::vector<uint16_t> o(no);
+    ASSERT_EQ(ckt_rt_memcpy(o.data(), fd.o, no * 2, CKT_D2H), CKT_SUCCESS);
+    const double tol = dt == CKT_BF16 ? 1e-2 : 1e-3;
+    ckt_compare_result ro;
+    ckt_status s = ckt_ref_fmha_compare(&ro, nullptr, &fh, o.data(), nullptr, o_ref.data(), nullptr, tol, tol);
+    if (s != CKT_SUCCESS)
+        ckt_compare_print(stderr, "O", &ro);
+    EXPECT_EQ(s, CKT_SUCCESS) << ckt_last_error();
+}
+
+std::vector<Case> matrix()
+{
+    std::vector<Case> cs;
+    auto add = [&cs](Case c) {
+        c.name = case_name(c);
+        cs.push_back(c);
+    };
+    // rotary dims x layouts x types (d 64: 0, 16, 64 = full)
+    for (ckt_dtype dt : {CKT_F16, CKT_BF16})
+        for (int rd : {0, 16, 64})
+            for (int inter : {0, 1}) {
+                if (rd == 0 && inter)
+                    continue;
+                Case c;
+                c.dt = dt;
+                c.rd = rd;
+                c.inter = inter;
+                c.len = {7, 0, 19}; // ragged current lengths, one empty cache
+                add(c);
+            }
+    // group-mode queries of ragged lengths (decode 1, speculative 3, prefill-like 13), GQA 6/2
+    for (int inter : {0, 1}) {
+        Case c;
+        c.group = 1;
+        c.h = 6;
+        c.hk = 2;
+        c.sq = {1, 3, 13};
+        c.s_knew = 3;
+        c.len = {0, 11, 25};
+        c.rd = 16;
+        c.inter = inter;
+        add(c);
+    }
+    // MQA, bhsd layouts, scalar length, non-causal
+    {
+        Case c;
+        c.h = 4;
+        c.hk = 1;
+        c.len = {9};
+        c.bshd = 0;
+        c.rd = 32;
+        c.mask = CKT_MASK_NONE;
+        add(c);
+        c.len_ptr = 1;
+        add(c);
+    }
+    // cache_batch_idx: increasing rows with gaps (then attention), reversed (the append only)
+    for (int cbi : {1, 2})
+        for (int bshd : {1, 0}) {
+            Case c;
+            c.cbi = cbi;
+            c.bshd = bshd;
+            c.len = {3, 30, 12};
+            c.s_knew = 10; // fills entry 1 to the brim (30 + 10 = 40)
+            c.sq = {10};
+            c.rd = 48;
+            c.inter = bshd;
+            add(c);
+        }
+    // head dims: small (8, rotary full), d != dv, the largest (256, rotary 64 and full)
+    {
+        Case c;
+        c.d = c.dv = 8;
+        c.rd = 8;
+        c.inter = 1;
+        c.len = {2, 5};
+        add(c);
+        c.d = 128;
+        c.dv = 64;
+        c.rd = 128;
+        c.inter = 0;
+        c.dt = CKT_BF16;
+        add(c);
+        c.d = c.dv = 256;
+        c.rd = 64;
+        c.batch = 2;
+        c.h = 2;
+        c.hk = 1;
+        c.s_knew = 17;
+        c.sq = {17};
+        c.len = {100, 33};
+        c.cap = 130;
+        add(c);
+        c.rd = 256;
+        c.inter = 1;
+        add(c);
+    }
+    // only queries (s_knew = 0: rotate Q, cache untouched), and decode (one query)
+    {
+        Case c;
+        c.s_knew = 0;
+        c.sq = {4};
+        add(c);
+        c.s_knew = 6;
+        c.sq = {1};
+        c.mask = CKT_MASK_NONE;
+        add(c);
+    }
+    return cs;
+}
+
+INSTANTIATE_TEST_SUITE_P(Matrix, AppendKV, ::testing::ValuesIn(matrix()),
+                         [](const ::testing::TestParamInfo<Case> &i) { return i.param.name; });
+
+// >>the rotary module against the textbook formulas (FlashAttention's apply_rotary_emb)
+TEST(Rope, PairsAndRotation)
+{
+    const int d = 16;
+    for (int rd : {0, 8, 16})
+        for (int inter : {0, 1}) {
+            std::vector<int> seen(d, 0);
+            for (int u = 0; u < d / 2; u++) {
+                int e0, e1;
+                ckt_fmha_rope_pair(&e0, &e1, u, rd, inter);
+                ASSERT_TRUE(e0 >= 0 && e1 < d && e0 != e1);
+                seen[e0]++, seen[e1]++;
+                if (u < rd / 2) {
+                    EXPECT_EQ(e0, inter ? 2 * u : u);
+                    EXPECT_EQ(e1, inter ? 2 * u + 1 : u + rd / 2);
+                } else {
+                    EXPECT_EQ(e0, rd + 2 * (u - rd / 2));
+                    EXPECT_EQ(e1, e0 + 1);
+                }
+            }
+            for (int e = 0; e < d; e++)
+                EXPECT_EQ(seen[e], 1) << "element " << e << " in one pair";
+        }
+    // half-split: out = x cos + rotate_half(x) sin, rotate_half(x) = cat(-x2, x1)
+    float x0 = 0.5f, x1 = -2.0f;
+    const double th = 0.7;
+    ckt_fmha_rope_rotate(&x0, &x1, (float)std::cos(th), (float)std::sin(th));
+    EXPECT_NEAR(x0, 0.5 * std::cos(th) + 2.0 * std::sin(th), 1e-6);
+    EXPECT_NEAR(x1, -2.0 * std::cos(th) + 0.5 * std::sin(th), 1e-6);
+    EXPECT_NEAR(x0 * x0 + x1 * x1, 4.25, 1e-5); // a rotation keeps the norm
+    EXPECT_EQ(ckt_fmha_rope_row(5, 64), 160);
+}
+
+// >>bad input: a status naming the argument, nothing launched
+struct BadInput {
+    std::vector<uint16_t> q, kn, vn, kc, vc;
+    std::vector<float> cs, sn;
+    ckt_fmha_appendkv_args a;
+    BadInput()
+    {
+        q.assign(2 * 2 * 4 * 64, 0);
+        kn.assign(2 * 2 * 4 * 64, 0);
+        vn = kn;
+        kc.assign(2 * 2 * 16 * 64, 0);
+        vc = kc;
+        cs.assign(32 * 32, 1.0f);
+        sn.assign(32 * 32, 0.0f);
+        memset(&a, 0, sizeof a);
+        a.dtype = CKT_F16;
+        a.batch = 2, a.nhead_q = 2, a.nhead_k = 2, a.seqlen_q = 4, a.seqlen_knew = 4, a.seqlen_k = 3;
+        a.cache_seqlen = 16, a.hdim_q = a.hdim_v = 64;
+        a.q = q.data(), a.k_new = kn.data(), a.v_new = vn.data(), a.k_cache = kc.data(), a.v_cache = vc.data();
+        strides(&a.q_stride_b, &a.q_stride_h, &a.q_stride_s, 1, 2, 4, 64);
+        strides(&a.knew_stride_b, &a.knew_stride_h, &a.knew_stride_s, 1, 2, 4, 64);
+        strides(&a.vnew_stride_b, &a.vnew_stride_h, &a.vnew_stride_s, 1, 2, 4, 64);
+        strides(&a.k_stride_b, &a.k_stride_h, &a.k_stride_s, 1, 2, 16, 64);
+        strides(&a.v_stride_b, &a.v_stride_h, &a.v_stride_s, 1, 2, 16, 64);
+        a.rotary_dim = 64, a.rotary_cos = cs.data(), a.rotary_sin = sn.data(), a.rotary_max_pos = 32;
+    }
+};
+
+void expect_bad(const ckt_fmha_appendkv_args &a, ckt_status want, const char *arg)
+{
+    const ckt_status s = ckt_ref_fmha_appendkv(&a); // validates like the launcher, on host memory
+    EXPECT_EQ(s, want) << arg << ": " << ckt_last_error();
+    EXPECT_EQ(std::string(ckt_last_error()).rfind(arg, 0), 0u) << "message should start with " << arg << ": "
+                                                                << ckt_last_error();
+}
+
+TEST(AppendKVBad, ValidInputPasses)
+{
+    BadInput t;
+    EXPECT_EQ(ckt_ref_fmha_appendkv(&t.a), CKT_SUCCESS) << ckt_last_error();
+}
+
+TEST(AppendKVBad, StatusNamesTheArgument)
+{
+    {
+        BadInput t;
+        t.a.k_cache = nullptr;
+        expect_bad(t.a, CKT_ERROR_NULL_POINTER, "k_cache");
+    }
+    {
+        BadInput t;
+        t.a.v_new = nullptr;
+        expect_bad(t.a, CKT_ERROR_NULL_POINTER, "v_new");
+    }
+    {
+        BadInput t;
+        t.a.rotary_cos = nullptr;
+        expect_bad(t.a, CKT_ERROR_NULL_POINTER, "rotary_cos");
+    }
+    {
+        BadInput t;
+        t.a.q = nullptr;
+        expect_bad(t.a, CKT_ERROR_NULL_POINTER, "q");
+    }
+    {
+        BadInput t;
+        t.a.rotary_dim = 15;
+        expect_bad(t.a, CKT_ERROR_INVALID_ARGUMENT, "rotary_dim");
+    }
+    {
+        BadInput t;
+        t.a.rotary_dim = 72;
+        expect_bad(t.a, CKT_ERROR_INVALID_ARGUMENT, "rotary_dim");
+    }
+    {
+        BadInput t;
+        t.a.rotary_interleaved = 2;
+        expect_bad(t.a, CKT_ERROR_INVALID_ARGUMENT, "rotary_interleaved");
+    }
+    {
+        BadInput t;
+        t.a.seqlen_knew = -1;
+        expect_bad(t.a, CKT_ERROR_INVALID_ARGUMENT, "seqlen_knew");
+    }
+    {
+        BadInput t;
+        t.a.seqlen_k = 13; // 13 + 4 > 16
+        expect_bad(t.a, CKT_ERROR_INVALID_ARGUMENT, "seqlen_k");
+    }
+    {
+        BadInput t;
+        t.a.rotary_max_pos = 6; // positions up to 3 + 4 - 1
+        expect_bad(t.a, CKT_ERROR_INVALID_ARGUMENT, "rotary_max_pos");
+    }
+    {
+        BadInput t;
+        std::vector<int32_t> len = {3, 14};
+        t.a.seqlen_k_ptr = len.data();
+        expect_bad(t.a, CKT_ERROR_INVALID_ARGUMENT, "seqlen_k_ptr[1]");
+    }
+    {
+        BadInput t;
+        std::vector<int32_t> cbi = {1, 1};
+        t.a.cache_batch_idx = cbi.data();
+        expect_bad(t.a, CKT_ERROR_INVALID_ARGUMENT, "cache_batch_idx");
+    }
+    {
+        BadInput t;
+        std::vector<int32_t> cbi = {0, 2};
+        t.a.cache_batch_idx = cbi.data();
+        expect_bad(t.a, CKT_ERROR_INVALID_ARGUMENT, "cache_batch_idx");
+    }
+    {
+        BadInput t;
+        t.a.cache_batch = 1;
+        expect_bad(t.a, CKT_ERROR_INVALID_ARGUMENT, "cache_batch");
+    }
+    {
+        BadInput t;
+        t.a.hdim_q = 264;
+        t.a.rotary_dim = 0;
+        expect_bad(t.a, CKT_ERROR_UNSUPPORTED, "hdim_q");
+    }
+    {
+        BadInput t;
+        t.a.k_stride_s = 32; // rows of 64 would overlap
+        expect_bad(t.a, CKT_ERROR_INVALID_ARGUMENT, "k_stride_s");
+    }
+    {
+        BadInput t;
+        t.a.nhead_q = 3;
+        expect_bad(t.a, CKT_ERROR_INVALID_ARGUMENT, "nhead_q");
+    }
+    {
+        BadInput t;
+        t.a.dtype = CKT_F32;
+        expect_bad(t.a, CKT_ERROR_UNSUPPORTED, "dtype");
+    }
+    // through the library: the same statuses, and NULL args
+    {
+        BadInput t;
+        t.a.rotary_dim = 3;
+        EXPECT_EQ(ckt_fmha_appendkv(&t.a, nullptr), CKT_ERROR_INVALID_ARGUMENT);
+        EXPECT_EQ(ckt_fmha_appendkv(nullptr, nullptr), CKT_ERROR_NULL_POINTER);
+        t.a.rotary_dim = 0;
+        t.a.dtype = CKT_F32;
+        EXPECT_EQ(ckt_fmha_appendkv(&t.a, nullptr), CKT_ERROR_UNSUPPORTED);
+    }
+    // rotary_dim 0 needs neither tables nor q
+    {
+        BadInput t;
+        t.a.rotary_dim = 0;
+        t.a.rotary_cos = t.a.rotary_sin = nullptr;
+        t.a.q = nullptr;
+        EXPECT_EQ(ckt_ref_fmha_appendkv(&t.a), CKT_SUCCESS) << ckt_last_error();
+    }
+}
+
+} // namespace
