@@ -1,0 +1,304 @@
+/* examples/fmha_fwd_appendkv — append new K/V tokens to a KV cache with
+ * rotary embedding (ckt_fmha_appendkv), then attention over the updated
+ * cache (ckt_fmha_fwd): the two-call recipe of docs/fmha_appendkv.md. Both
+ * calls are validated against the CPU references and timed. Options (CK's
+ * tile_example_fmha_fwd_appendkv where they apply):
+ *
+ *   bazel run //examples/fmha_fwd_appendkv -- -b=2 -h=8 -h_k=2 -s_k=100,37 -s_knew=3 -d=128 -rotary_dim=64
+ *   bazel-bin/examples/fmha_fwd_appendkv/fmha_fwd_appendkv_gpu -b=16 -h=32 -h_k=8 -s_k=4096 -s_knew=1 -d=128 -prec=bf16 -v=0
+ *
+ *   -b          batch (2)                    -h, -h_k   query / key-value heads (2; -h_k=-1: = h)
+ *   -s          queries per entry, rotated and attended (-1: = s_knew)
+ *   -s_k        current cache lengths before the append (100): one value for every entry,
+ *               or a list a,b,c (the last repeats; then passed per entry as seqlen_k_ptr)
+ *   -s_knew     new tokens per entry (1)
+ *   -s_kcap     cache capacity in rows per entry (-1: max(s_k) + s_knew)
+ *   -d          head dim of q, k and v (64)
+ *   -rotary_dim rotary dim (0: none; even, <= d); cos / sin tables [s_kcap + s][rotary_dim / 2],
+ *               theta = pos * 10000^(-2i / rotary_dim), fp32
+ *   -rotary_interleaved  1: pairs (2i, 2i + 1) (GPT-J); 0: (i, i + rotary_dim / 2) (GPT-NeoX) (0)
+ *   -cache_batch_idx     1: entry b appends to cache row 2b + 1 of a cache of 2b + 1 rows (0)
+ *   -mask       of the attention: 0 none; 1 or t; 2 or b (default: decode / chunked prefill);
+ *               t:l,r / b:l,r sliding window
+ *   -iperm      layout of q, k/v new and the cache: 1 = [b][h][s][d], 0 = [b][s][h][d] (0)
+ *   -prec       fp16 | bf16      -v  1: validate against the CPU references
+ *   -seed (11)  -warmup, -repeat  timed runs (GPU 5 / 20, CPU emulator 0 / 1)
+ *   -json       1: print one JSON line with the results instead of the text report
+ *
+ * Validation: the appended cache rows and the rotated queries within one
+ * rounding of ckt_ref_fmha_appendkv (fp16 1e-3, bf16 1e-2, relative and
+ * absolute), every other cache element unchanged; O of the forward over the
+ * kernel's cache against ckt_ref_fmha_fwd over the reference's, CK's
+ * tolerances. Timing: the append alone (GB/s = bytes of K_new, V_new read and
+ * written, Q read and written when rotated, over its time; Q is rotated
+ * again at every timed run, which changes its values, not the cost) and the
+ * forward (TFLOPS, and GB/s of the cache's K and V read once).
+ * Exit status: 0 valid (or -v=0), 1 mismatch, 2 error.
+ */
+#include "examples/fmha_common.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static ckt_status run_append(void *ctx, ckt_stream s) { return ckt_fmha_appendkv((const ckt_fmha_appendkv_args *)ctx, s); }
+static ckt_status run_fwd(void *ctx, ckt_stream s) { return ckt_fmha_fwd((const ckt_fmha_fwd_args *)ctx, s); }
+
+/* Strides of [b][h][s][d] (bhsd) or [b][s][h][d]. */
+static void strides(int64_t *sb, int64_t *sh, int64_t *ss, int bhsd, int nhead, int rows, int d)
+{
+    ckt_fmha_strides(sb, sh, ss, bhsd, nhead, rows, d);
+}
+
+static size_t span(int64_t nb, int64_t nh, int64_t rows, int64_t d, int64_t sb, int64_t sh, int64_t ss)
+{
+    return nb > 0 && nh > 0 && rows > 0 ? (size_t)((nb - 1) * sb + (nh - 1) * sh + (rows - 1) * ss + d) : 0;
+}
+
+static int close16(const void *got, const void *want, size_t i, ckt_dtype dt, double tol)
+{
+    const uint16_t g = ((const uint16_t *)got)[i], w = ((const uint16_t *)want)[i];
+    if (g == w)
+        return 1;
+    const double x = ckt_load_f32(got, dt, i), y = ckt_load_f32(want, dt, i);
+    return fabs(x - y) <= tol + tol * fabs(y);
+}
+
+int main(int argc, char **argv)
+{
+    static const char *const known[] = {"b", "h", "h_k", "s", "s_k", "s_knew", "s_kcap", "d", "rotary_dim",
+                                        "rotary_interleaved", "cache_batch_idx", "mask", "iperm", "prec", "v",
+                                        "seed", "warmup", "repeat", "json", NULL};
+    int bad = ckt_arg_unknown(argc, argv, known);
+    if (bad) {
+        fprintf(stderr, "error: unknown option %s (options, as -name=value: -b -h -h_k -s -s_k -s_knew -s_kcap -d "
+                        "-rotary_dim -rotary_interleaved -cache_batch_idx -mask -iperm -prec -v -seed -warmup "
+                        "-repeat -json)\n", argv[bad]);
+        return 2;
+    }
+#if defined(CKT_BACKEND_CPU)
+    const int def_warmup = 0, def_repeat = 1;
+#else
+    const int def_warmup = 5, def_repeat = 20;
+#endif
+    const int batch = (int)ckt_arg_int(argc, argv, "b", 2), nhead = (int)ckt_arg_int(argc, argv, "h", 2);
+    int nhead_k = (int)ckt_arg_int(argc, argv, "h_k", -1);
+    const int s_knew = (int)ckt_arg_int(argc, argv, "s_knew", 1);
+    int sq = (int)ckt_arg_int(argc, argv, "s", -1), cap = (int)ckt_arg_int(argc, argv, "s_kcap", -1);
+    const int d = (int)ckt_arg_int(argc, argv, "d", 64), rd = (int)ckt_arg_int(argc, argv, "rotary_dim", 0);
+    const int inter = (int)ckt_arg_int(argc, argv, "rotary_interleaved", 0);
+    const int use_cbi = (int)ckt_arg_int(argc, argv, "cache_batch_idx", 0);
+    const int bhsd = (int)ckt_arg_int(argc, argv, "iperm", 0);
+    const int validate = (int)ckt_arg_int(argc, argv, "v", 1), json = (int)ckt_arg_int(argc, argv, "json", 0);
+    const uint64_t seed = (uint64_t)ckt_arg_int(argc, argv, "seed", 11);
+    const int warmup = (int)ckt_arg_int(argc, argv, "warmup", def_warmup);
+    const int repeat = (int)ckt_arg_int(argc, argv, "repeat", def_repeat);
+    const char *prec = ckt_arg_str(argc, argv, "prec", "fp16");
+    const char *mask_arg = ckt_arg_str(argc, argv, "mask", "b");
+    FILE *report = json ? stderr : stdout;
+
+    /* >>arguments */
+    ckt_dtype dt;
+    if (ckt_dtype_parse(prec, &dt) != 0 || dt == CKT_F32)
+        return fmha_usage_error("-prec must be fp16 or bf16, got ", prec);
+    if (batch < 1 || batch > FMHA_MAX_BATCH || nhead < 1)
+        return fmha_usage_error("-b must be in [1, 4096] and -h >= 1", NULL);
+    nhead_k = nhead_k < 0 ? nhead : nhead_k;
+    sq = sq < 0 ? s_knew : sq;
+    static int lens[FMHA_MAX_BATCH];
+    const int nlens = fmha_parse_list(ckt_arg_str(argc, argv, "s_k", "100"), lens, batch);
+    if (nlens < 1)
+        return fmha_usage_error("-s_k must be a length or a list of at most -b lengths", NULL);
+    static int32_t len[FMHA_MAX_BATCH], cbi[FMHA_MAX_BATCH];
+    int max_len = 0;
+    for (int b = 0; b < batch; b++) {
+        len[b] = lens[b < nlens ? b : nlens - 1];
+        max_len = len[b] > max_len ? len[b] : max_len;
+        cbi[b] = use_cbi ? 2 * b + 1 : b;
+    }
+    cap = cap < 0 ? max_len + s_knew : cap;
+    const int cache_batch = use_cbi ? 2 * batch + 1 : batch;
+    ckt_fmha_fwd_args fm = CKT_ZERO_INIT; /* the mask */
+    if (fmha_parse_mask(mask_arg, &fm) != 0)
+        return fmha_usage_error("-mask must be 0, 1, 2, t, b, t:l,r or b:l,r; got ", mask_arg);
+
+    ckt_fmha_appendkv_args a = CKT_ZERO_INIT;
+    a.dtype = dt;
+    a.batch = batch, a.nhead_q = nhead, a.nhead_k = nhead_k;
+    a.seqlen_q = sq, a.seqlen_knew = s_knew, a.cache_seqlen = cap, a.hdim_q = a.hdim_v = d;
+    a.seqlen_k = nlens == 1 ? len[0] : 0; /* one length: scalar; a list: seqlen_k_ptr */
+    a.cache_batch = use_cbi ? cache_batch : 0;
+    a.rotary_dim = rd, a.rotary_interleaved = inter;
+    a.rotary_max_pos = rd ? cap + sq : 0;
+    strides(&a.q_stride_b, &a.q_stride_h, &a.q_stride_s, bhsd, nhead, sq, d);
+    strides(&a.knew_stride_b, &a.knew_stride_h, &a.knew_stride_s, bhsd, nhead_k, s_knew, d);
+    strides(&a.vnew_stride_b, &a.vnew_stride_h, &a.vnew_stride_s, bhsd, nhead_k, s_knew, d);
+    strides(&a.k_stride_b, &a.k_stride_h, &a.k_stride_s, bhsd, nhead_k, cap, d);
+    strides(&a.v_stride_b, &a.v_stride_h, &a.v_stride_s, bhsd, nhead_k, cap, d);
+
+    const size_t es = ckt_dtype_size(dt);
+    const size_t nq = span(batch, nhead, sq, d, a.q_stride_b, a.q_stride_h, a.q_stride_s);
+    const size_t nn = span(batch, nhead_k, s_knew, d, a.knew_stride_b, a.knew_stride_h, a.knew_stride_s);
+    const size_t nc = span(cache_batch, nhead_k, cap, d, a.k_stride_b, a.k_stride_h, a.k_stride_s);
+    void *hq = fmha_host_alloc(nq, es), *hkn = fmha_host_alloc(nn, es), *hvn = fmha_host_alloc(nn, es);
+    void *hkc = fmha_host_alloc(nc, es), *hvc = fmha_host_alloc(nc, es);
+    const ckt_init in = ckt_init_uniform(-1.0f, 1.0f);
+    CHECK(ckt_fill(hq, dt, nq, in, seed));
+    CHECK(ckt_fill(hkn, dt, nn, in, seed + 1));
+    CHECK(ckt_fill(hvn, dt, nn, in, seed + 2));
+    CHECK(ckt_fill(hkc, dt, nc, in, seed + 3)); /* old tokens (and garbage past them) */
+    CHECK(ckt_fill(hvc, dt, nc, in, seed + 4));
+    const size_t ntab = rd ? (size_t)a.rotary_max_pos * (size_t)(rd / 2) : 0;
+    float *hcos = (float *)fmha_host_alloc(ntab, 4), *hsin = (float *)fmha_host_alloc(ntab, 4);
+    for (int p = 0; p < a.rotary_max_pos; p++)
+        for (int i = 0; i < rd / 2; i++) {
+            const double th = p * pow(10000.0, -2.0 * i / rd);
+            hcos[(size_t)p * (rd / 2) + i] = (float)cos(th);
+            hsin[(size_t)p * (rd / 2) + i] = (float)sin(th);
+        }
+
+    /* >>device: the append */
+    ckt_device_props props;
+    CHECK(ckt_rt_device_props(&props));
+    ckt_fmha_appendkv_args da = a;
+    da.q = fmha_device_copy(hq, nq * es);
+    da.k_new = fmha_device_copy(hkn, nn * es);
+    da.v_new = fmha_device_copy(hvn, nn * es);
+    da.k_cache = fmha_device_copy(hkc, nc * es);
+    da.v_cache = fmha_device_copy(hvc, nc * es);
+    da.rotary_cos = rd ? (const float *)fmha_device_copy(hcos, ntab * 4) : NULL;
+    da.rotary_sin = rd ? (const float *)fmha_device_copy(hsin, ntab * 4) : NULL;
+    da.seqlen_k_ptr = nlens == 1 ? NULL : (const int32_t *)fmha_device_copy(len, (size_t)batch * 4);
+    da.cache_batch_idx = use_cbi ? (const int32_t *)fmha_device_copy(cbi, (size_t)batch * 4) : NULL;
+    CHECK(run_append(&da, NULL));
+    CHECK(ckt_rt_device_synchronize());
+
+    /* >>device: attention over the updated cache, the forward in group mode:
+     * entry b's keys are cache rows cb * (k_stride_b / k_stride_s) onwards of
+     * the cache seen as one packed sequence, len_b + s_knew of them; its
+     * queries rows b * (q_stride_b / q_stride_s) onwards, sq of them */
+    ckt_fmha_fwd_args f = CKT_ZERO_INIT;
+    f.dtype = dt;
+    f.batch = batch, f.nhead_q = nhead, f.nhead_k = nhead_k, f.hdim_q = f.hdim_v = d;
+    f.group_mode = 1;
+    f.mask = fm.mask, f.window_left = fm.window_left, f.window_right = fm.window_right;
+    const int64_t rows_q = a.q_stride_b / a.q_stride_s, rows_k = a.k_stride_b / a.k_stride_s;
+    static int32_t fsq[FMHA_MAX_BATCH + 1], fsk[FMHA_MAX_BATCH + 1], flq[FMHA_MAX_BATCH], flk[FMHA_MAX_BATCH];
+    for (int b = 0; b <= batch; b++) {
+        fsq[b] = (int32_t)(b * rows_q);
+        fsk[b] = b < batch ? (int32_t)(cbi[b] * rows_k) : fsk[b - 1] + (int32_t)rows_k;
+        if (b < batch) {
+            flq[b] = sq;
+            flk[b] = len[b] + s_knew;
+            f.seqlen_k = flk[b] > f.seqlen_k ? flk[b] : f.seqlen_k;
+        }
+    }
+    f.seqlen_q = sq;
+    f.q_stride_h = a.q_stride_h, f.q_stride_s = a.q_stride_s;
+    f.k_stride_h = a.k_stride_h, f.k_stride_s = a.k_stride_s;
+    f.v_stride_h = a.v_stride_h, f.v_stride_s = a.v_stride_s;
+    f.o_stride_h = a.q_stride_h, f.o_stride_s = a.q_stride_s; /* o like q */
+    ckt_fmha_fwd_args df = f;
+    df.q = da.q;
+    df.k = da.k_cache;
+    df.v = da.v_cache;
+    void *dout = NULL;
+    CHECK(ckt_rt_malloc(&dout, nq * es));
+    df.o = dout;
+    df.seqstart_q = (const int32_t *)fmha_device_copy(fsq, (size_t)(batch + 1) * 4);
+    df.seqstart_k = (const int32_t *)fmha_device_copy(fsk, (size_t)(batch + 1) * 4);
+    df.seqlen_q_ptr = (const int32_t *)fmha_device_copy(flq, (size_t)batch * 4);
+    df.seqlen_k_ptr = (const int32_t *)fmha_device_copy(flk, (size_t)batch * 4);
+    const ckt_fmha_fwd_instance *inst = ckt_fmha_fwd_select(&df);
+    CHECK(run_fwd(&df, NULL));
+    CHECK(ckt_rt_device_synchronize());
+
+    /* >>validation */
+    int rc = 0;
+    const double tol = dt == CKT_BF16 ? 1e-2 : 1e-3;
+    ckt_compare_result ro;
+    memset(&ro, 0, sizeof ro);
+    size_t append_bad = 0;
+    if (validate) {
+        void *gq = fmha_host_alloc(nq, es), *gkc = fmha_host_alloc(nc, es), *gvc = fmha_host_alloc(nc, es);
+        void *go = fmha_host_alloc(nq, es);
+        CHECK(ckt_rt_memcpy(gq, da.q, nq * es, CKT_D2H));
+        CHECK(ckt_rt_memcpy(gkc, da.k_cache, nc * es, CKT_D2H));
+        CHECK(ckt_rt_memcpy(gvc, da.v_cache, nc * es, CKT_D2H));
+        CHECK(ckt_rt_memcpy(go, dout, nq * es, CKT_D2H));
+        ckt_fmha_appendkv_args h = a; /* the reference, in place on the host copies */
+        h.q = hq, h.k_new = hkn, h.v_new = hvn, h.k_cache = hkc, h.v_cache = hvc;
+        h.rotary_cos = rd ? hcos : NULL, h.rotary_sin = rd ? hsin : NULL;
+        h.seqlen_k_ptr = da.seqlen_k_ptr ? len : NULL;
+        h.cache_batch_idx = use_cbi ? cbi : NULL;
+        CHECK(ckt_ref_fmha_appendkv(&h));
+        for (size_t i = 0; i < nq; i++)
+            append_bad += !close16(gq, hq, i, dt, tol);
+        for (size_t i = 0; i < nc; i++)
+            append_bad += !close16(gkc, hkc, i, dt, tol) + !close16(gvc, hvc, i, dt, tol);
+        ckt_fmha_fwd_args fh = f;
+        fh.q = hq, fh.k = hkc, fh.v = hvc;
+        fh.seqstart_q = fsq, fh.seqstart_k = fsk, fh.seqlen_q_ptr = flq, fh.seqlen_k_ptr = flk;
+        float *o_ref = (float *)fmha_host_alloc(nq, 4);
+        CHECK(ckt_ref_fmha_fwd(&fh, o_ref, NULL));
+        ckt_status s = ckt_ref_fmha_compare(&ro, NULL, &fh, go, NULL, o_ref, NULL, tol, tol);
+        if (s != CKT_SUCCESS && s != CKT_ERROR_MISMATCH)
+            CHECK(s);
+        rc = s == CKT_SUCCESS && append_bad == 0 ? 0 : 1;
+        if (rc || !json) {
+            fprintf(report, "append: %zu elements of q and the cache differ from the reference\n", append_bad);
+            ckt_compare_print(report, "O", &ro);
+        }
+        free(gq), free(gkc), free(gvc), free(go), free(o_ref);
+    }
+
+    /* >>timing */
+    ckt_timing ta, tf;
+    memset(&ta, 0, sizeof ta);
+    memset(&tf, 0, sizeof tf);
+    if (repeat > 0) {
+        CHECK(ckt_time(&ta, run_append, &da, NULL, warmup, repeat, CKT_FLUSH_L2));
+        CHECK(ckt_time(&tf, run_fwd, &df, NULL, warmup, repeat, CKT_FLUSH_L2));
+    }
+    const double row_bytes = (double)d * (double)es;
+    const double append_bytes = 2.0 * 2.0 * batch * nhead_k * (double)s_knew * row_bytes /* K, V: read, written */
+                              + (rd ? 2.0 * batch * nhead * (double)sq * row_bytes : 0.0); /* Q: read, written */
+    ckt_fmha_fwd_args fh_sizes = f; /* host view of the sizes, for the FLOP count */
+    fh_sizes.seqstart_q = fsq, fh_sizes.seqstart_k = fsk, fh_sizes.seqlen_q_ptr = flq, fh_sizes.seqlen_k_ptr = flk;
+    double kv_rows = 0.0;
+    for (int b = 0; b < batch; b++)
+        kv_rows += flk[b];
+    const double fwd_bytes = 2.0 * nhead_k * kv_rows * row_bytes; /* the cache's K and V read once */
+    const double flops = ckt_fmha_fwd_flops(&fh_sizes);
+    const double a_gbs = ta.median_ms > 0 ? append_bytes / (ta.median_ms * 1e-3) / 1e9 : 0.0;
+    const double f_gbs = tf.median_ms > 0 ? fwd_bytes / (tf.median_ms * 1e-3) / 1e9 : 0.0;
+    const double f_tflops = tf.median_ms > 0 ? flops / (tf.median_ms * 1e-3) / 1e12 : 0.0;
+    char mask_s[64];
+    fmha_mask_string(mask_s, sizeof mask_s, &f);
+    const char *valid = validate ? (rc == 0 ? "y" : "n") : "-";
+    fprintf(report,
+            "[%s|%s] b:%d, h:%d/%d, s:%d, s_k:%d(max)+%d, cap:%d, d:%d, rotary:%d%s, cache_batch_idx:%d, mask:%s [%s]\n"
+            "  appendkv: %.4f ms, %.4g GB/s;  fwd (%s): %.4f ms, %.4g TFlops, %.4g GB/s;  valid:%s\n",
+            prec, bhsd ? "bhsd" : "bshd", batch, nhead, nhead_k, sq, max_len, s_knew, cap, d, rd,
+            rd ? (inter ? " interleaved" : " half") : "", use_cbi, mask_s, props.backend, (double)ta.median_ms, a_gbs,
+            inst ? inst->name : "?", (double)tf.median_ms, f_tflops, f_gbs, valid);
+    if (json)
+        printf("{\"example\":\"fmha_fwd_appendkv\",\"backend\":\"%s\",\"device\":\"%s\",\"prec\":\"%s\",\"b\":%d,"
+               "\"h\":%d,\"h_k\":%d,\"s\":%d,\"s_k_max\":%d,\"s_knew\":%d,\"s_kcap\":%d,\"d\":%d,\"rotary_dim\":%d,"
+               "\"rotary_interleaved\":%d,\"cache_batch_idx\":%d,\"mask\":\"%s\",\"valid\":%s,"
+               "\"append_ms\":%.6f,\"append_gbs\":%.6g,\"fwd_ms\":%.6f,\"fwd_tflops\":%.6g,\"fwd_gbs\":%.6g}\n",
+               props.backend, props.name, prec, batch, nhead, nhead_k, sq, max_len, s_knew, cap, d, rd, inter,
+               use_cbi, mask_s, validate ? (rc == 0 ? "true" : "false") : "null", (double)ta.median_ms, a_gbs,
+               (double)tf.median_ms, f_tflops, f_gbs);
+
+    ckt_rt_free(da.q), ckt_rt_free((void *)da.k_new), ckt_rt_free((void *)da.v_new);
+    ckt_rt_free(da.k_cache), ckt_rt_free(da.v_cache);
+    ckt_rt_free((void *)da.rotary_cos), ckt_rt_free((void *)da.rotary_sin);
+    ckt_rt_free((void *)da.seqlen_k_ptr), ckt_rt_free((void *)da.cache_batch_idx);
+    ckt_rt_free(dout);
+    ckt_rt_free((void *)df.seqstart_q), ckt_rt_free((void *)df.seqstart_k);
+    ckt_rt_free((void *)df.seqlen_q_ptr), ckt_rt_free((void *)df.seqlen_k_ptr);
+    free(hq), free(hkn), free(hvn), free(hkc), free(hvc), free(hcos), free(hsin);
+    return rc;
+}
