@@ -1,6 +1,8 @@
-/* ckt/fmha/validate.h — argument checks of the FMHA forward and backward,
- * shared by every instance launcher (NAME_launch / NAME_run), the dispatcher
- * (ckt_fmha_fwd / ckt_fmha_bwd) and the CPU references.
+/* ckt/fmha/validate.h — argument checks of the FMHA forward and backward
+ * (and of the append-KV kernel: ckt_fmha_appendkv_validate, its own section
+ * at the end, on the same helpers), shared by every instance launcher
+ * (NAME_launch / NAME_run), the dispatcher (ckt_fmha_fwd / ckt_fmha_bwd /
+ * ckt_fmha_appendkv) and the CPU references.
  *
  *   ckt_status s = ckt_fmha_fwd_validate(a, CKT_BF16, 128, 128);  // the instance's dtype, HDIM, HDIM_V
  *   if (s != CKT_SUCCESS) return s;          // ckt_last_error(): "q_stride_s: 100 is not a multiple of 8 ..."

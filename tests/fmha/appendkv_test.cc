@@ -632,4 +632,69 @@ TEST(AppendKVBad, StatusNamesTheArgument)
     }
 }
 
+// Every element is written by one thread: the same bytes under any block
+// order and thread count of the emulator (one run on a GPU).
+TEST(AppendKVDeterminism, SameBytesUnderEverySchedule)
+{
+    BadInput t; // a valid problem: 2 entries, GQA-free, rotary 64 over d 64, half-split
+    t.a.nhead_q = 4;
+    t.a.q_stride_b *= 2; // 4 query heads of 4 x 64 each
+    t.q.assign(2 * 4 * 4 * 64, 0);
+    t.a.q = t.q.data();
+    ckt_fill(t.q.data(), CKT_BF16, t.q.size(), ckt_init_uniform(-1, 1), 1);
+    ckt_fill(t.kn.data(), CKT_BF16, t.kn.size(), ckt_init_uniform(-1, 1), 2);
+    ckt_fill(t.vn.data(), CKT_BF16, t.vn.size(), ckt_init_uniform(-1, 1), 3);
+    tables(t.cs, t.sn, 32, 64);
+    t.a.dtype = CKT_BF16;
+    std::vector<int32_t> len = {3, 11};
+    struct Sched {
+        int schedule;
+        uint64_t seed;
+        const char *threads;
+    };
+#if defined(CKT_BACKEND_CPU)
+    const Sched scheds[] = {{0, 0, "1"}, {1, 0, "3"}, {2, 7, "2"}, {2, 99, "4"}};
+#else
+    const Sched scheds[] = {{0, 0, ""}, {0, 0, ""}};
+#endif
+    std::vector<uint16_t> first[3];
+    int k = 0;
+    for (const Sched &sc : scheds) {
+#if defined(CKT_BACKEND_CPU)
+        setenv("CKT_EMU_THREADS", sc.threads, 1);
+        ckt_emu_set_schedule(sc.schedule, sc.seed);
+#else
+        (void)sc;
+#endif
+        Buffers buf;
+        ckt_fmha_appendkv_args d = t.a;
+        d.q = buf.dev(t.q.data(), t.q.size() * 2);
+        d.k_new = buf.dev(t.kn.data(), t.kn.size() * 2);
+        d.v_new = buf.dev(t.vn.data(), t.vn.size() * 2);
+        d.k_cache = buf.dev(t.kc.data(), t.kc.size() * 2);
+        d.v_cache = buf.dev(t.vc.data(), t.vc.size() * 2);
+        d.rotary_cos = (const float *)buf.dev(t.cs.data(), t.cs.size() * 4);
+        d.rotary_sin = (const float *)buf.dev(t.sn.data(), t.sn.size() * 4);
+        d.seqlen_k_ptr = (const int32_t *)buf.dev(len.data(), len.size() * 4);
+        ASSERT_EQ(ckt_fmha_appendkv(&d, nullptr), CKT_SUCCESS) << ckt_last_error();
+        ASSERT_EQ(ckt_rt_device_synchronize(), CKT_SUCCESS);
+        std::vector<uint16_t> out[3] = {t.q, t.kc, t.vc};
+        ASSERT_EQ(ckt_rt_memcpy(out[0].data(), d.q, t.q.size() * 2, CKT_D2H), CKT_SUCCESS);
+        ASSERT_EQ(ckt_rt_memcpy(out[1].data(), d.k_cache, t.kc.size() * 2, CKT_D2H), CKT_SUCCESS);
+        ASSERT_EQ(ckt_rt_memcpy(out[2].data(), d.v_cache, t.vc.size() * 2, CKT_D2H), CKT_SUCCESS);
+        for (int i = 0; i < 3; i++) {
+            if (k == 0)
+                first[i] = out[i];
+            else
+                EXPECT_TRUE(first[i] == out[i]) << "tensor " << i << " (q, k_cache, v_cache) differs under schedule " << k;
+        }
+        k++;
+    }
+    EXPECT_TRUE(first[0] != t.q && first[1] != t.kc) << "the call changed nothing";
+#if defined(CKT_BACKEND_CPU)
+    ckt_emu_set_schedule(-1, 0);
+    unsetenv("CKT_EMU_THREADS");
+#endif
+}
+
 } // namespace
