@@ -638,7 +638,7 @@ TEST(AppendKVDeterminism, SameBytesUnderEverySchedule)
 {
     BadInput t; // a valid problem: 2 entries, GQA-free, rotary 64 over d 64, half-split
     t.a.nhead_q = 4;
-    t.a.q_stride_b *= 2; // 4 query heads of 4 x 64 each
+    strides(&t.a.q_stride_b, &t.a.q_stride_h, &t.a.q_stride_s, 1, 4, 4, 64);
     t.q.assign(2 * 4 * 4 * 64, 0);
     t.a.q = t.q.data();
     ckt_fill(t.q.data(), CKT_BF16, t.q.size(), ckt_init_uniform(-1, 1), 1);
