@@ -50,7 +50,7 @@ typedef struct fmha_problem {
 } fmha_problem;
 
 /* "a,b,c" -> out[0..n); returns n, or -1 on a malformed list. */
-static int fmha_parse_list(const char *s, int *out, int max)
+static inline int fmha_parse_list(const char *s, int *out, int max)
 {
     int n = 0;
     while (*s) {
@@ -69,7 +69,7 @@ static int fmha_parse_list(const char *s, int *out, int max)
 }
 
 /* CK's -mask spellings; 0 on success. */
-static int fmha_parse_mask(const char *s, ckt_fmha_fwd_args *a)
+static inline int fmha_parse_mask(const char *s, ckt_fmha_fwd_args *a)
 {
     a->window_left = a->window_right = 0;
     if (strcmp(s, "0") == 0)
@@ -91,7 +91,7 @@ static int fmha_parse_mask(const char *s, ckt_fmha_fwd_args *a)
 }
 
 /* The mask as the report prints it: n, t, b, t:l,r, b:l,r. */
-static void fmha_mask_string(char *buf, size_t n, const ckt_fmha_fwd_args *a)
+static inline void fmha_mask_string(char *buf, size_t n, const ckt_fmha_fwd_args *a)
 {
     switch (a->mask) {
     case CKT_MASK_CAUSAL_TOP_LEFT: snprintf(buf, n, "t"); break;
@@ -103,14 +103,14 @@ static void fmha_mask_string(char *buf, size_t n, const ckt_fmha_fwd_args *a)
 }
 
 /* Prints "error: <msg><arg>" and returns the usage exit status, 2. */
-static int fmha_usage_error(const char *msg, const char *arg)
+static inline int fmha_usage_error(const char *msg, const char *arg)
 {
     fprintf(stderr, "error: %s%s\n", msg, arg ? arg : "");
     return 2;
 }
 
 /* Reads the options above into *p and *in: 0, or 2 after printing what is wrong. */
-static int fmha_problem_parse(fmha_problem *p, ckt_init *in, int argc, char **argv, const char *scale_opt)
+static inline int fmha_problem_parse(fmha_problem *p, ckt_init *in, int argc, char **argv, const char *scale_opt)
 {
     const int batch = (int)ckt_arg_int(argc, argv, "b", 2), nhead = (int)ckt_arg_int(argc, argv, "h", 2);
     int nhead_k = (int)ckt_arg_int(argc, argv, "h_k", -1);
@@ -204,7 +204,7 @@ static int fmha_problem_parse(fmha_problem *p, ckt_init *in, int argc, char **ar
 
 /* The problem's arguments with the host copies of the group-mode arrays (a host view
  * for the CPU reference and the element counts; tensors still NULL). */
-static ckt_fmha_fwd_args fmha_problem_host_view(const fmha_problem *p)
+static inline ckt_fmha_fwd_args fmha_problem_host_view(const fmha_problem *p)
 {
     ckt_fmha_fwd_args h = p->a;
     if (p->mode == 1) {
@@ -218,7 +218,7 @@ static ckt_fmha_fwd_args fmha_problem_host_view(const fmha_problem *p)
 
 /* A zeroed host buffer of n elements of es bytes (one more, so that n = 0 is not NULL);
  * exits with a message when the host is out of memory. */
-static void *fmha_host_alloc(size_t n, size_t es)
+static inline void *fmha_host_alloc(size_t n, size_t es)
 {
     void *p = calloc(n + 1, es);
     if (!p) {
@@ -229,7 +229,7 @@ static void *fmha_host_alloc(size_t n, size_t es)
 }
 
 /* A device copy of bytes of a host buffer (ckt_rt_malloc's pointer also for 0 bytes). */
-static void *fmha_device_copy(const void *host, size_t bytes)
+static inline void *fmha_device_copy(const void *host, size_t bytes)
 {
     void *d = NULL;
     CHECK(ckt_rt_malloc(&d, bytes));
@@ -239,7 +239,7 @@ static void *fmha_device_copy(const void *host, size_t bytes)
 
 /* Group mode: device copies of seqstart_q / seqstart_k and, with -s_qpad / -s_kpad,
  * of the logical lengths, into the four pointers (NULL in batch mode). */
-static void fmha_problem_device_arrays(const fmha_problem *p, const int32_t **seqstart_q,
+static inline void fmha_problem_device_arrays(const fmha_problem *p, const int32_t **seqstart_q,
                                        const int32_t **seqstart_k, const int32_t **seqlen_q,
                                        const int32_t **seqlen_k)
 {
@@ -256,7 +256,7 @@ static void fmha_problem_device_arrays(const fmha_problem *p, const int32_t **se
 }
 
 /* The scale the kernels use: -scale / -scale_s, or 1/sqrt(d) when 0. */
-static double fmha_scale(const ckt_fmha_fwd_args *a)
+static inline double fmha_scale(const ckt_fmha_fwd_args *a)
 {
     return a->scale != 0.0f ? (double)a->scale : 1.0 / sqrt((double)a->hdim_q);
 }
