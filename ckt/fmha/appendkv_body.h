@@ -25,9 +25,11 @@
  *   for each query i of the tile (h < nhead_q), each pair u:
  *       Q[b][h][i][pair u] = rotate(Q[b][h][i][pair u], cos/sin[len + i][u])   in place
  *
- * A thread owns whole pairs (the two elements a rotation mixes), so the
- * in-place rotation of Q has no race; pairs the rotation leaves alone are
- * copied bit for bit. Rows past the cache's capacity or the tables' rows
+ * A thread owns whole pairs (the two elements a rotation mixes), as 16-byte
+ * vectors where the layout allows (no rotation, interleaved, or half-split
+ * with rotary_dim a multiple of 16), else single pairs; so the in-place
+ * rotation of Q has no race. Elements the rotation leaves alone are copied
+ * bit for bit. Rows past the cache's capacity or the tables' rows
  * (only possible when a GPU's device lengths break the contract the host
  * cannot check) are skipped: never an out-of-bounds access.
  */
@@ -54,8 +56,8 @@
 #define CKT__AKV_CAT(a, b) CKT__AKV_CAT2(a, b)
 #define CKT__AKV_FN(suffix) CKT__AKV_CAT(CKT_FMHA_NAME, suffix)
 #define CKT__AKV_THREADS CKT_FMHA_APPENDKV_THREADS
-/* token rows per block: 4 rows of d / 2 pairs are 1..4 pairs a thread (d 64..256) */
-#define CKT__AKV_ROWS 4
+/* token rows per block: 8 rows of d / 8 vectors are 0.5 .. 2 vectors a thread (d 64 .. 256) */
+#define CKT__AKV_ROWS 8
 #define CKT__AKV_BF16 ((CKT_FMHA_DTYPE) == CKT_BF16)
 
 CKT_STATIC_ASSERT(CKT_FMHA_APPENDKV_THREADS > 0 && CKT_FMHA_APPENDKV_THREADS % 32 == 0 &&
@@ -64,36 +66,109 @@ CKT_STATIC_ASSERT(CKT_FMHA_APPENDKV_THREADS > 0 && CKT_FMHA_APPENDKV_THREADS % 3
 
 /* >>device */
 
-/* One pair u of a row: dst's two elements from src's, turned by (c, s) when
- * u is a rotary pair (u < rotary_dim / 2), else copied. dst may be src. */
-CKT_INLINE CKT_DEVICE void CKT__AKV_FN(_pair)(uint16_t *dst, const uint16_t *src, int u, int rotary_dim,
-                                              int interleaved, const float *cos_row, const float *sin_row)
+/* 16-bit element <-> fp32 in the instance's type. */
+CKT_INLINE CKT_DEVICE float CKT__AKV_FN(_to_f32)(uint32_t bits)
 {
-    int e0, e1;
-    ckt_fmha_rope_pair(&e0, &e1, u, rotary_dim, interleaved);
-    const uint16_t b0 = src[e0], b1 = src[e1];
-    if (u >= rotary_dim / 2) {
-        dst[e0] = b0;
-        dst[e1] = b1;
+    if (CKT__AKV_BF16) {
+        ckt_bf16 h;
+        h.bits = (uint16_t)bits;
+        return ckt_f32_from_bf16(h);
+    }
+    ckt_f16 h;
+    h.bits = (uint16_t)bits;
+    return ckt_f32_from_f16(h);
+}
+
+CKT_INLINE CKT_DEVICE uint32_t CKT__AKV_FN(_from_f32)(float x)
+{
+    return CKT__AKV_BF16 ? (uint32_t)ckt_bf16_from_f32(x).bits : (uint32_t)ckt_f16_from_f32(x).bits;
+}
+
+/* (x0, x1) as 16-bit elements turned by (c, s), in place. */
+CKT_INLINE CKT_DEVICE void CKT__AKV_FN(_rotate)(uint32_t *b0, uint32_t *b1, float c, float s)
+{
+    float x0 = CKT__AKV_FN(_to_f32)(*b0), x1 = CKT__AKV_FN(_to_f32)(*b1);
+    ckt_fmha_rope_rotate(&x0, &x1, c, s);
+    *b0 = CKT__AKV_FN(_from_f32)(x0);
+    *b1 = CKT__AKV_FN(_from_f32)(x1);
+}
+
+/* The 8 elements of a 16-byte vector and back (element 0 in the low half of word 0). */
+CKT_INLINE CKT_DEVICE void CKT__AKV_FN(_unpack)(uint32_t e[8], ckt_u32x4 v)
+{
+    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+    for (int i = 0; i < 4; i++) {
+        e[2 * i] = w[i] & 0xffffu;
+        e[2 * i + 1] = w[i] >> 16;
+    }
+}
+
+CKT_INLINE CKT_DEVICE ckt_u32x4 CKT__AKV_FN(_pack)(const uint32_t e[8])
+{
+    return ckt_u32x4_make(e[0] | e[1] << 16, e[2] | e[3] << 16, e[4] | e[5] << 16, e[6] | e[7] << 16);
+}
+
+/* A row of d elements splits into work units, one a thread at a time:
+ *   16-byte vectors: without rotation, or interleaved (pairs 2u, 2u + 1 never
+ *     straddle a vector), d / 8 units; half-split with rotary_dim / 2 a multiple
+ *     of 8: a vector of the first half together with its partner rotary_dim / 2
+ *     further (rotary_dim / 16 units), then the rest's vectors;
+ *   else single pairs (ckt_fmha_rope_pair), d / 2 units. */
+CKT_INLINE CKT_DEVICE int CKT__AKV_FN(_units)(int d, int rd, int inter)
+{
+    if (rd == 0 || inter)
+        return d / 8;
+    if ((rd / 2) % 8 == 0)
+        return rd / 16 + (d - rd) / 8;
+    return d / 2;
+}
+
+/* Unit w of a row: dst = rope(src) at the position of the tables' rows
+ * cos_row / sin_row (rotary_dim 0: a copy). dst may be src. */
+CKT_INLINE CKT_DEVICE void CKT__AKV_FN(_unit)(uint16_t *dst, const uint16_t *src, int w, int d, int rd, int inter,
+                                              const float *cos_row, const float *sin_row)
+{
+    const int64_t row_bytes = (int64_t)d * 2;
+    if (rd == 0 || inter) { /* vector w: elements 8w .. 8w + 7, pairs u = 4w + j */
+        ckt_u32x4 v = ckt_buffer_load_u32x4(src, row_bytes, (int64_t)w * 16);
+        if (8 * w < rd) {
+            uint32_t e[8];
+            CKT__AKV_FN(_unpack)(e, v);
+            for (int j = 0; j < 4; j++) {
+                const int u = 4 * w + j;
+                if (2 * u < rd)
+                    CKT__AKV_FN(_rotate)(&e[2 * j], &e[2 * j + 1], cos_row[u], sin_row[u]);
+            }
+            v = CKT__AKV_FN(_pack)(e);
+        }
+        ckt_buffer_store_u32x4(dst, row_bytes, (int64_t)w * 16, v);
         return;
     }
-    float x0, x1;
-    if (CKT__AKV_BF16) {
-        ckt_bf16 h0, h1;
-        h0.bits = b0;
-        h1.bits = b1;
-        x0 = ckt_f32_from_bf16(h0);
-        x1 = ckt_f32_from_bf16(h1);
-    } else {
-        ckt_f16 h0, h1;
-        h0.bits = b0;
-        h1.bits = b1;
-        x0 = ckt_f32_from_f16(h0);
-        x1 = ckt_f32_from_f16(h1);
+    const int half = rd / 2;
+    if (half % 8 == 0) {
+        if (w < half / 8) { /* elements 8w + j pair with 8w + j + half: pairs u = 8w + j */
+            const int64_t o0 = (int64_t)w * 16, o1 = o0 + (int64_t)half * 2;
+            uint32_t e0[8], e1[8];
+            CKT__AKV_FN(_unpack)(e0, ckt_buffer_load_u32x4(src, row_bytes, o0));
+            CKT__AKV_FN(_unpack)(e1, ckt_buffer_load_u32x4(src, row_bytes, o1));
+            for (int j = 0; j < 8; j++)
+                CKT__AKV_FN(_rotate)(&e0[j], &e1[j], cos_row[8 * w + j], sin_row[8 * w + j]);
+            ckt_buffer_store_u32x4(dst, row_bytes, o0, CKT__AKV_FN(_pack)(e0));
+            ckt_buffer_store_u32x4(dst, row_bytes, o1, CKT__AKV_FN(_pack)(e1));
+        } else { /* past the rotary part: a copy */
+            const int64_t o = (int64_t)rd * 2 + (int64_t)(w - half / 8) * 16;
+            ckt_buffer_store_u32x4(dst, row_bytes, o, ckt_buffer_load_u32x4(src, row_bytes, o));
+        }
+        return;
     }
-    ckt_fmha_rope_rotate(&x0, &x1, cos_row[u], sin_row[u]);
-    dst[e0] = CKT__AKV_BF16 ? ckt_bf16_from_f32(x0).bits : ckt_f16_from_f32(x0).bits;
-    dst[e1] = CKT__AKV_BF16 ? ckt_bf16_from_f32(x1).bits : ckt_f16_from_f32(x1).bits;
+    /* a single pair u = w */
+    int e0, e1;
+    ckt_fmha_rope_pair(&e0, &e1, w, rd, inter);
+    uint32_t b0 = src[e0], b1 = src[e1];
+    if (w < half)
+        CKT__AKV_FN(_rotate)(&b0, &b1, cos_row[w], sin_row[w]);
+    dst[e0] = (uint16_t)b0;
+    dst[e1] = (uint16_t)b1;
 }
 
 CKT_KERNEL_BOUNDS(CKT__AKV_FN(_kernel), ckt_fmha_appendkv_args, a, CKT__AKV_THREADS)
@@ -111,8 +186,8 @@ CKT_KERNEL_BOUNDS(CKT__AKV_FN(_kernel), ckt_fmha_appendkv_args, a, CKT__AKV_THRE
         const int cb = a.cache_batch_idx ? (int)a.cache_batch_idx[b] : b;
         const uint16_t *kn = (const uint16_t *)a.k_new + ckt_fmha_row_offset(0, b, h, 0, a.knew_stride_b, a.knew_stride_h, a.knew_stride_s);
         const uint16_t *vn = (const uint16_t *)a.v_new + ckt_fmha_row_offset(0, b, h, 0, a.vnew_stride_b, a.vnew_stride_h, a.vnew_stride_s);
-        /* K: d / 2 pairs a row, rotated */
-        const int pk = a.hdim_q / 2, pv = a.hdim_v / 2;
+        /* K: rotated; V: copied (units of a row: see _units) */
+        const int pk = CKT__AKV_FN(_units)(a.hdim_q, rd, inter), pv = CKT__AKV_FN(_units)(a.hdim_v, 0, 0);
         for (int idx = tid; idx < ROWS * pk; idx += THREADS) {
             const int t = r0 + idx / pk, u = idx % pk;
             const int64_t pos = len + t;
@@ -120,16 +195,15 @@ CKT_KERNEL_BOUNDS(CKT__AKV_FN(_kernel), ckt_fmha_appendkv_args, a, CKT__AKV_THRE
                 continue;
             uint16_t *kc = (uint16_t *)a.k_cache + ckt_fmha_row_offset(0, cb, h, pos, a.k_stride_b, a.k_stride_h, a.k_stride_s);
             const int64_t row = rd > 0 ? ckt_fmha_rope_row(pos, rd) : 0;
-            CKT__AKV_FN(_pair)(kc, kn + (int64_t)t * a.knew_stride_s, u, rd, inter, a.rotary_cos + row, a.rotary_sin + row);
+            CKT__AKV_FN(_unit)(kc, kn + (int64_t)t * a.knew_stride_s, u, a.hdim_q, rd, inter, a.rotary_cos + row, a.rotary_sin + row);
         }
-        /* V: copied (rotary dim 0) */
         for (int idx = tid; idx < ROWS * pv; idx += THREADS) {
             const int t = r0 + idx / pv, u = idx % pv;
             const int64_t pos = len + t;
             if (t >= a.seqlen_knew || pos < 0 || pos >= pos_end)
                 continue;
             uint16_t *vc = (uint16_t *)a.v_cache + ckt_fmha_row_offset(0, cb, h, pos, a.v_stride_b, a.v_stride_h, a.v_stride_s);
-            CKT__AKV_FN(_pair)(vc, vn + (int64_t)t * a.vnew_stride_s, u, 0, 0, NULL, NULL);
+            CKT__AKV_FN(_unit)(vc, vn + (int64_t)t * a.vnew_stride_s, u, a.hdim_v, 0, 0, NULL, NULL);
         }
     }
 
@@ -140,7 +214,7 @@ CKT_KERNEL_BOUNDS(CKT__AKV_FN(_kernel), ckt_fmha_appendkv_args, a, CKT__AKV_THRE
                                                     a.seqlen_q, b);
         if (r0 >= s.sq)
             return;
-        const int pq = a.hdim_q / 2;
+        const int pq = CKT__AKV_FN(_units)(a.hdim_q, rd, inter);
         for (int idx = tid; idx < ROWS * pq; idx += THREADS) {
             const int i = r0 + idx / pq, u = idx % pq;
             const int64_t pos = len + i;
@@ -148,7 +222,7 @@ CKT_KERNEL_BOUNDS(CKT__AKV_FN(_kernel), ckt_fmha_appendkv_args, a, CKT__AKV_THRE
                 continue;
             uint16_t *qr = (uint16_t *)a.q + ckt_fmha_row_offset(a.group_mode, b, h, s.q_start + i, a.q_stride_b, a.q_stride_h, a.q_stride_s);
             const int64_t row = ckt_fmha_rope_row(pos, rd);
-            CKT__AKV_FN(_pair)(qr, qr, u, rd, inter, a.rotary_cos + row, a.rotary_sin + row);
+            CKT__AKV_FN(_unit)(qr, qr, u, a.hdim_q, rd, inter, a.rotary_cos + row, a.rotary_sin + row);
         }
     }
 }

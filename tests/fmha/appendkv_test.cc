@@ -357,6 +357,18 @@ std::vector<Case> matrix()
                 c.len = {7, 0, 19}; // ragged current lengths, one empty cache
                 add(c);
             }
+    // rotary dims that split a 16-byte vector: half-split 24 (pairs 12 apart:
+    // the kernel's single-pair path), interleaved 20 (a vector half rotated)
+    for (int inter : {0, 1}) {
+        Case c;
+        c.rd = inter ? 20 : 24;
+        c.inter = inter;
+        c.len = {4, 13};
+        c.s_knew = 9;
+        c.sq = {9};
+        c.dt = inter ? CKT_BF16 : CKT_F16;
+        add(c);
+    }
     // group-mode queries of ragged lengths (decode 1, speculative 3, prefill-like 13), GQA 6/2
     for (int inter : {0, 1}) {
         Case c;
