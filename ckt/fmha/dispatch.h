@@ -127,6 +127,7 @@ const ckt_fmha_appendkv_instance *ckt_fmha_appendkv_instance_at(int i);
  * name. bench/ckt_fmha.py compares it with its ctypes Structure. */
 size_t ckt_fmha_fwd_args_offset(const char *field);
 size_t ckt_fmha_bwd_args_offset(const char *field);
+size_t ckt_fmha_appendkv_args_offset(const char *field);
 
 #ifdef __cplusplus
 }

@@ -351,3 +351,48 @@ ckt_status ckt_fmha_appendkv(const ckt_fmha_appendkv_args *a, ckt_stream stream)
     return ckt__fail(CKT_ERROR_UNSUPPORTED, "dtype: %s (%d): ckt_fmha_appendkv takes fp16 or bf16",
                      ckt_dtype_name(a->dtype), (int)a->dtype);
 }
+
+size_t ckt_fmha_appendkv_args_offset(const char *field)
+{
+#define CKT__FMHA_FIELD(f)                                                                        \
+    if (strcmp(field, #f) == 0)                                                                   \
+        return offsetof(ckt_fmha_appendkv_args, f);
+#define CKT__FMHA_STRIDES(t) CKT__FMHA_FIELD(t##_stride_b) CKT__FMHA_FIELD(t##_stride_h) CKT__FMHA_FIELD(t##_stride_s)
+    if (!field)
+        return (size_t)-1;
+    if (strcmp(field, "sizeof") == 0)
+        return sizeof(ckt_fmha_appendkv_args);
+    CKT__FMHA_FIELD(q)
+    CKT__FMHA_FIELD(k_new)
+    CKT__FMHA_FIELD(v_new)
+    CKT__FMHA_FIELD(k_cache)
+    CKT__FMHA_FIELD(v_cache)
+    CKT__FMHA_FIELD(dtype)
+    CKT__FMHA_FIELD(batch)
+    CKT__FMHA_FIELD(nhead_q)
+    CKT__FMHA_FIELD(nhead_k)
+    CKT__FMHA_FIELD(seqlen_q)
+    CKT__FMHA_FIELD(seqlen_knew)
+    CKT__FMHA_FIELD(seqlen_k)
+    CKT__FMHA_FIELD(cache_seqlen)
+    CKT__FMHA_FIELD(cache_batch)
+    CKT__FMHA_FIELD(hdim_q)
+    CKT__FMHA_FIELD(hdim_v)
+    CKT__FMHA_STRIDES(q)
+    CKT__FMHA_STRIDES(knew)
+    CKT__FMHA_STRIDES(vnew)
+    CKT__FMHA_STRIDES(k)
+    CKT__FMHA_STRIDES(v)
+    CKT__FMHA_FIELD(group_mode)
+    CKT__FMHA_FIELD(seqstart_q)
+    CKT__FMHA_FIELD(seqlen_k_ptr)
+    CKT__FMHA_FIELD(cache_batch_idx)
+    CKT__FMHA_FIELD(rotary_dim)
+    CKT__FMHA_FIELD(rotary_interleaved)
+    CKT__FMHA_FIELD(rotary_cos)
+    CKT__FMHA_FIELD(rotary_sin)
+    CKT__FMHA_FIELD(rotary_max_pos)
+    return (size_t)-1;
+#undef CKT__FMHA_STRIDES
+#undef CKT__FMHA_FIELD
+}

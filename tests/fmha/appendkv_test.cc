@@ -644,6 +644,15 @@ TEST(AppendKVBad, StatusNamesTheArgument)
     }
 }
 
+// The ABI check for bindings knows every field.
+TEST(AppendKVAbi, FieldOffsets)
+{
+    EXPECT_EQ(ckt_fmha_appendkv_args_offset("sizeof"), sizeof(ckt_fmha_appendkv_args));
+    EXPECT_EQ(ckt_fmha_appendkv_args_offset("rotary_sin"), offsetof(ckt_fmha_appendkv_args, rotary_sin));
+    EXPECT_EQ(ckt_fmha_appendkv_args_offset("vnew_stride_s"), offsetof(ckt_fmha_appendkv_args, vnew_stride_s));
+    EXPECT_EQ(ckt_fmha_appendkv_args_offset("nope"), (size_t)-1);
+}
+
 // Every element is written by one thread: the same bytes under any block
 // order and thread count of the emulator (one run on a GPU).
 TEST(AppendKVDeterminism, SameBytesUnderEverySchedule)
