@@ -10,6 +10,7 @@
 #ifndef CKT_FMHA_H
 #define CKT_FMHA_H
 
+#include "ckt/fmha/appendkv_fwd.h" /* the forward's view of the cache an append filled */
 #include "ckt/fmha/args.h"
 #include "ckt/fmha/dispatch.h" /* ckt_fmha_fwd: the compiled instances of libckt_fmha */
 #include "ckt/fmha/ref.h"      /* CPU reference of the forward, FLOP count, comparison */

@@ -174,35 +174,14 @@ int main(int argc, char **argv)
     CHECK(run_append(&da, NULL));
     CHECK(ckt_rt_device_synchronize());
 
-    /* >>device: attention over the updated cache, the forward in group mode:
-     * entry b's keys are cache rows cb * (k_stride_b / k_stride_s) onwards of
-     * the cache seen as one packed sequence, len_b + s_knew of them; its
-     * queries rows b * (q_stride_b / q_stride_s) onwards, sq of them */
-    ckt_fmha_fwd_args f = CKT_ZERO_INIT;
-    f.dtype = dt;
-    f.batch = batch, f.nhead_q = nhead, f.nhead_k = nhead_k, f.hdim_q = f.hdim_v = d;
-    f.group_mode = 1;
-    f.mask = fm.mask, f.window_left = fm.window_left, f.window_right = fm.window_right;
-    const int64_t rows_q = a.q_stride_b / a.q_stride_s, rows_k = a.k_stride_b / a.k_stride_s;
+    /* >>device: attention over the updated cache, the forward in group mode
+     * reading the cache in place (ckt/fmha/appendkv_fwd.h): entry b's keys
+     * are its len_b + s_knew cache rows, its queries the rotated q */
+    ckt_fmha_fwd_args f;
     static int32_t fsq[FMHA_MAX_BATCH + 1], fsk[FMHA_MAX_BATCH + 1], flq[FMHA_MAX_BATCH], flk[FMHA_MAX_BATCH];
-    for (int b = 0; b <= batch; b++) {
-        fsq[b] = (int32_t)(b * rows_q);
-        fsk[b] = b < batch ? (int32_t)(cbi[b] * rows_k) : fsk[b - 1] + (int32_t)rows_k;
-        if (b < batch) {
-            flq[b] = sq;
-            flk[b] = len[b] + s_knew;
-            f.seqlen_k = flk[b] > f.seqlen_k ? flk[b] : f.seqlen_k;
-        }
-    }
-    f.seqlen_q = sq;
-    f.q_stride_h = a.q_stride_h, f.q_stride_s = a.q_stride_s;
-    f.k_stride_h = a.k_stride_h, f.k_stride_s = a.k_stride_s;
-    f.v_stride_h = a.v_stride_h, f.v_stride_s = a.v_stride_s;
-    f.o_stride_h = a.q_stride_h, f.o_stride_s = a.q_stride_s; /* o like q */
+    CHECK(ckt_fmha_appendkv_fwd_args(&f, fsq, fsk, flq, flk, &da, len, use_cbi ? cbi : NULL, NULL));
+    f.mask = fm.mask, f.window_left = fm.window_left, f.window_right = fm.window_right;
     ckt_fmha_fwd_args df = f;
-    df.q = da.q;
-    df.k = da.k_cache;
-    df.v = da.v_cache;
     void *dout = NULL;
     CHECK(ckt_rt_malloc(&dout, nq * es));
     df.o = dout;

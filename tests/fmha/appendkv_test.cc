@@ -269,44 +269,35 @@ TEST_P(AppendKV, MatchesReferenceThenAttends)
             moved += wk[i] && kc_got[i] != kc[i];
         EXPECT_GT(moved, 0u);
     }
-    if (HasFailure() || c.cbi == 2)
+    if (HasFailure())
         return;
-
-    // >>attention over the updated cache: the forward in group mode (docs/fmha_appendkv.md)
-    // cache entry cb's rows start at row cb * (k_stride_b / k_stride_s) of the packed view
-    ckt_fmha_fwd_args f;
-    memset(&f, 0, sizeof f);
-    f.dtype = dt;
-    f.batch = c.batch;
-    f.nhead_q = c.h;
-    f.nhead_k = c.hk;
-    f.hdim_q = c.d;
-    f.hdim_v = c.dv;
-    f.group_mode = 1;
-    f.mask = c.mask;
-    const int64_t rows_per_q = c.group ? 0 : a.q_stride_b / a.q_stride_s, rows_per_k = a.k_stride_b / a.k_stride_s;
-    ASSERT_EQ(a.v_stride_b / a.v_stride_s, rows_per_k);
-    std::vector<int32_t> fsq(c.batch + 1), fsk(c.batch + 1), flq(c.batch), flk(c.batch);
-    for (int b = 0; b < c.batch; b++) {
-        fsq[b] = c.group ? start_q[b] : (int32_t)(b * rows_per_q);
-        fsk[b] = (int32_t)(cbi[b] * rows_per_k);
-        flq[b] = sq[b];
-        flk[b] = len[b] + c.s_knew;
-        f.seqlen_q = std::max(f.seqlen_q, (int)flq[b]);
-        f.seqlen_k = std::max(f.seqlen_k, (int)flk[b]);
+    if (c.cbi == 2) { // decreasing cache rows: the forward's group-mode view cannot see them
+        ckt_fmha_fwd_args f;
+        std::vector<int32_t> v(2 * c.batch + 2);
+        EXPECT_EQ(ckt_fmha_appendkv_fwd_args(&f, v.data(), v.data() + c.batch + 1, v.data(), v.data(), &dv,
+                                             scalar_len ? nullptr : len.data(), cbi.data(), nullptr),
+                  CKT_ERROR_UNSUPPORTED);
+        EXPECT_EQ(std::string(ckt_last_error()).rfind("cache_batch_idx", 0), 0u) << ckt_last_error();
+        return;
     }
-    fsq[c.batch] = c.group ? start_q[c.batch] : (int32_t)(c.batch * rows_per_q);
-    fsk[c.batch] = fsk[c.batch - 1] + (int32_t)rows_per_k;
-    f.q_stride_h = a.q_stride_h, f.q_stride_s = a.q_stride_s;
-    f.k_stride_h = a.k_stride_h, f.k_stride_s = a.k_stride_s;
-    f.v_stride_h = a.v_stride_h, f.v_stride_s = a.v_stride_s;
-    // o like q with dv columns (the same rows, so the same seqstart_q)
-    const int64_t rows_o = c.group ? start_q.back() : (int64_t)c.batch * rows_per_q;
-    f.o_stride_s = a.q_stride_s / c.d * c.dv;
-    f.o_stride_h = a.q_stride_h / c.d * c.dv;
+
+    // >>attention over the updated cache: the forward in group mode (ckt/fmha/appendkv_fwd.h)
+    ckt_fmha_fwd_args f;
+    std::vector<int32_t> fsq(c.batch + 1), fsk(c.batch + 1), flq(c.batch), flk(c.batch);
+    ASSERT_EQ(ckt_fmha_appendkv_fwd_args(&f, fsq.data(), fsk.data(), flq.data(), flk.data(), &dv,
+                                         scalar_len ? nullptr : len.data(), c.cbi ? cbi.data() : nullptr,
+                                         c.group ? start_q.data() : nullptr),
+              CKT_SUCCESS)
+        << ckt_last_error();
+    f.mask = c.mask;
+    for (int b = 0; b < c.batch; b++) { // the view's lengths, independently
+        ASSERT_EQ(flk[b], len[b] + c.s_knew);
+        ASSERT_EQ(flq[b], sq[b]);
+    }
+    const int64_t rows_o = fsq[c.batch];
     const size_t no = (size_t)((c.h - 1) * f.o_stride_h + (rows_o - 1) * f.o_stride_s + c.dv);
     ckt_fmha_fwd_args fh = f;
-    fh.q = q_ref.data();
+    fh.q = q_ref.data(); // the reference's rotated q and appended cache
     fh.k = kc_ref.data();
     fh.v = vc_ref.data();
     fh.seqstart_q = fsq.data();
