@@ -159,6 +159,51 @@ static void check_bwd_traits(void)
     EXPECT_ZERO(t.multiprocessors);
 }
 
+static void check_appendkv(void)
+{
+    ckt_fmha_appendkv_args a = CKT_ZERO_INIT;
+    EXPECT_ZERO(a.q);
+    EXPECT_ZERO(a.k_new);
+    EXPECT_ZERO(a.v_new);
+    EXPECT_ZERO(a.k_cache);
+    EXPECT_ZERO(a.v_cache);
+    EXPECT_ZERO(a.dtype);
+    EXPECT_ZERO(a.batch);
+    EXPECT_ZERO(a.nhead_q);
+    EXPECT_ZERO(a.nhead_k);
+    EXPECT_ZERO(a.seqlen_q);
+    EXPECT_ZERO(a.seqlen_knew);
+    EXPECT_ZERO(a.seqlen_k);
+    EXPECT_ZERO(a.cache_seqlen);
+    EXPECT_ZERO(a.cache_batch);
+    EXPECT_ZERO(a.hdim_q);
+    EXPECT_ZERO(a.hdim_v);
+    EXPECT_ZERO(a.q_stride_b);
+    EXPECT_ZERO(a.q_stride_h);
+    EXPECT_ZERO(a.q_stride_s);
+    EXPECT_ZERO(a.knew_stride_b);
+    EXPECT_ZERO(a.knew_stride_h);
+    EXPECT_ZERO(a.knew_stride_s);
+    EXPECT_ZERO(a.vnew_stride_b);
+    EXPECT_ZERO(a.vnew_stride_h);
+    EXPECT_ZERO(a.vnew_stride_s);
+    EXPECT_ZERO(a.k_stride_b);
+    EXPECT_ZERO(a.k_stride_h);
+    EXPECT_ZERO(a.k_stride_s);
+    EXPECT_ZERO(a.v_stride_b);
+    EXPECT_ZERO(a.v_stride_h);
+    EXPECT_ZERO(a.v_stride_s);
+    EXPECT_ZERO(a.group_mode);
+    EXPECT_ZERO(a.seqstart_q);
+    EXPECT_ZERO(a.seqlen_k_ptr);
+    EXPECT_ZERO(a.cache_batch_idx);
+    EXPECT_ZERO(a.rotary_dim);
+    EXPECT_ZERO(a.rotary_interleaved);
+    EXPECT_ZERO(a.rotary_cos);
+    EXPECT_ZERO(a.rotary_sin);
+    EXPECT_ZERO(a.rotary_max_pos);
+}
+
 int main(void)
 {
     dirty_stack();
@@ -167,6 +212,8 @@ int main(void)
     check_bwd();
     dirty_stack();
     check_bwd_traits();
+    dirty_stack();
+    check_appendkv();
     printf("%s: CKT_ZERO_INIT, %d field(s) not zero\n",
 #ifdef __cplusplus
            "C++",
