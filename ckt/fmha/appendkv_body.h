@@ -182,8 +182,10 @@ CKT_KERNEL_BOUNDS(CKT__AKV_FN(_kernel), ckt_fmha_appendkv_args, a, CKT__AKV_THRE
     const int64_t pos_end = rd > 0 && a.rotary_max_pos < a.cache_seqlen ? a.rotary_max_pos : a.cache_seqlen;
 
     /* >>append: Kc[cb][h][len + t] = rope(Knew[b][h][t], len + t), Vc[cb][h][len + t] = Vnew[b][h][t] */
-    if (h < a.nhead_k && r0 < a.seqlen_knew) {
-        const int cb = a.cache_batch_idx ? (int)a.cache_batch_idx[b] : b;
+    const int cb = a.cache_batch_idx ? (int)a.cache_batch_idx[b] : b;
+    /* a bad device index is skipped (the host checks it where it can read it) */
+    const int cb_ok = cb >= 0 && cb < (a.cache_batch > 0 ? a.cache_batch : a.batch);
+    if (h < a.nhead_k && r0 < a.seqlen_knew && cb_ok) {
         const uint16_t *kn = (const uint16_t *)a.k_new + ckt_fmha_row_offset(0, b, h, 0, a.knew_stride_b, a.knew_stride_h, a.knew_stride_s);
         const uint16_t *vn = (const uint16_t *)a.v_new + ckt_fmha_row_offset(0, b, h, 0, a.vnew_stride_b, a.vnew_stride_h, a.vnew_stride_s);
         /* K: rotated; V: copied (units of a row: see _units) */
