@@ -1,6 +1,7 @@
 /* ckt/fmha/args.h — the arguments of the FMHA forward kernels, shared by the
  * instance launchers (NAME_launch), the dispatcher (ckt_fmha_fwd) and the CPU
- * reference (ckt_ref_fmha_fwd).
+ * reference (ckt_ref_fmha_fwd); further down the backward's
+ * (ckt_fmha_bwd_args) and the append-KV kernel's (ckt_fmha_appendkv_args).
  *
  *   O[b][h][i][:] = softmax_j( mask( cap * tanh(scale * Q[b][h][i] . K[b][h/g][j] / cap) ) ) . V[b][h/g][j][:]
  *   LSE[b][h][i]  = log sum_j exp(masked logits)          (natural log, fp32)

@@ -516,7 +516,7 @@ static inline ckt_status ckt__fmha_appendkv_check_len(const ckt_fmha_appendkv_ar
 {
     if (len < 0)
         return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "%s: %lld is negative", name, (long long)len);
-    if (len + a->seqlen_knew > a->cache_seqlen)
+    if (a->seqlen_knew > 0 && len + a->seqlen_knew > a->cache_seqlen) /* (no append: the cache is not touched) */
         return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
                          "%s: %lld + seqlen_knew %d = %lld exceeds cache_seqlen %d (the cache would overflow)", name,
                          (long long)len, a->seqlen_knew, (long long)(len + a->seqlen_knew), a->cache_seqlen);
