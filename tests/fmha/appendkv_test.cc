@@ -23,6 +23,13 @@
 #include <string>
 #include <vector>
 
+// A user's own instance of the body (define-then-include), launched below
+// without the host's validation to exercise the kernel's own bounds.
+#define CKT_FMHA_NAME test_appendkv_bf16
+#define CKT_FMHA_DTYPE CKT_BF16
+#define CKT_FMHA_APPENDKV_THREADS 64
+#include CKT_FMHA_APPENDKV_BODY
+
 namespace {
 
 struct Case {
@@ -632,6 +639,86 @@ TEST(AppendKVBad, StatusNamesTheArgument)
         t.a.rotary_cos = t.a.rotary_sin = nullptr;
         t.a.q = nullptr;
         EXPECT_EQ(ckt_ref_fmha_appendkv(&t.a), CKT_SUCCESS) << ckt_last_error();
+    }
+}
+
+// Device lengths the host cannot read (a GPU) may break the contract: the
+// kernel then skips rows past the capacity or the tables and entries whose
+// cache_batch_idx is out of range; nothing outside the buffers is touched
+// (the buffers are exactly the tensors' size: the emulator's sanitizer build
+// and the GPU's memcheck would see a stray access).
+TEST(AppendKVKernel, SkipsWhatTheHostCouldNotCheck)
+{
+    const int B = 2, D = 64, CAP = 8, KNEW = 4, SQ = 4, MAXPOS = 7, RD = 64;
+    std::vector<uint16_t> kn(B * KNEW * D), vn(B * KNEW * D), kc(B * CAP * D), vc(B * CAP * D), q(B * SQ * D);
+    ckt_fill(kn.data(), CKT_BF16, kn.size(), ckt_init_uniform(-1, 1), 1);
+    ckt_fill(vn.data(), CKT_BF16, vn.size(), ckt_init_uniform(-1, 1), 2);
+    ckt_fill(kc.data(), CKT_BF16, kc.size(), ckt_init_uniform(-1, 1), 3);
+    ckt_fill(vc.data(), CKT_BF16, vc.size(), ckt_init_uniform(-1, 1), 4);
+    ckt_fill(q.data(), CKT_BF16, q.size(), ckt_init_uniform(-1, 1), 5);
+    std::vector<float> cs, sn;
+    tables(cs, sn, MAXPOS, RD);
+    for (int bad_cbi = 0; bad_cbi < 2; bad_cbi++) {
+        const std::vector<int32_t> len = {6, 2};     // entry 0: 6 + 4 > CAP and > MAXPOS
+        const std::vector<int32_t> cbi = {5, 0};     // bad_cbi: entry 0's row 5 of 2
+        Buffers buf;
+        ckt_fmha_appendkv_args a;
+        memset(&a, 0, sizeof a);
+        a.dtype = CKT_BF16;
+        a.batch = B, a.nhead_q = 1, a.nhead_k = 1, a.seqlen_q = SQ, a.seqlen_knew = KNEW;
+        a.cache_seqlen = CAP, a.hdim_q = a.hdim_v = D;
+        strides(&a.q_stride_b, &a.q_stride_h, &a.q_stride_s, 1, 1, SQ, D);
+        strides(&a.knew_stride_b, &a.knew_stride_h, &a.knew_stride_s, 1, 1, KNEW, D);
+        strides(&a.vnew_stride_b, &a.vnew_stride_h, &a.vnew_stride_s, 1, 1, KNEW, D);
+        strides(&a.k_stride_b, &a.k_stride_h, &a.k_stride_s, 1, 1, CAP, D);
+        strides(&a.v_stride_b, &a.v_stride_h, &a.v_stride_s, 1, 1, CAP, D);
+        a.rotary_dim = RD, a.rotary_max_pos = MAXPOS;
+        a.q = buf.dev(q.data(), q.size() * 2);
+        a.k_new = buf.dev(kn.data(), kn.size() * 2);
+        a.v_new = buf.dev(vn.data(), vn.size() * 2);
+        a.k_cache = buf.dev(kc.data(), kc.size() * 2);
+        a.v_cache = buf.dev(vc.data(), vc.size() * 2);
+        a.rotary_cos = (const float *)buf.dev(cs.data(), cs.size() * 4);
+        a.rotary_sin = (const float *)buf.dev(sn.data(), sn.size() * 4);
+        a.seqlen_k_ptr = (const int32_t *)buf.dev(len.data(), 8);
+        a.cache_batch_idx = bad_cbi ? (const int32_t *)buf.dev(cbi.data(), 8) : nullptr;
+        // the host's check refuses it (on the CPU backend it reads the arrays) ...
+        EXPECT_EQ(ckt_fmha_appendkv(&a, nullptr), CKT_ERROR_INVALID_ARGUMENT);
+        // ... the kernel, launched as a GPU would run it, skips what is out of bounds
+        ASSERT_EQ(ckt_rt_launch(CKT_KERNEL_REF(test_appendkv_bf16_kernel), ckt_dim3_make(KNEW, 1, B),
+                                ckt_dim3_make(64, 1, 1), 0, nullptr, &a),
+                  CKT_SUCCESS)
+            << ckt_last_error();
+        ASSERT_EQ(ckt_rt_device_synchronize(), CKT_SUCCESS);
+        std::vector<uint16_t> kc_got(kc.size()), vc_got(vc.size()), q_got(q.size());
+        ASSERT_EQ(ckt_rt_memcpy(kc_got.data(), a.k_cache, kc.size() * 2, CKT_D2H), CKT_SUCCESS);
+        ASSERT_EQ(ckt_rt_memcpy(vc_got.data(), a.v_cache, vc.size() * 2, CKT_D2H), CKT_SUCCESS);
+        ASSERT_EQ(ckt_rt_memcpy(q_got.data(), a.q, q.size() * 2, CKT_D2H), CKT_SUCCESS);
+        // expected: the reference's rows where pos < min(CAP, MAXPOS), the old ones elsewhere
+        std::vector<uint16_t> kc_want = kc, vc_want = vc, q_want = q;
+        for (int b = 0; b < B; b++) {
+            const int cb = bad_cbi ? cbi[b] : b;
+            for (int t = 0; t < KNEW && cb < B; t++) {
+                const int pos = len[b] + t;
+                if (pos >= std::min(CAP, MAXPOS))
+                    continue;
+                ckt__ref_fmha_rope_row(&kc_want[(size_t)(cb * CAP + pos) * D], &kn[(size_t)(b * KNEW + t) * D], D, pos,
+                                       RD, 0, cs.data(), sn.data(), CKT_BF16);
+                std::copy(&vn[(size_t)(b * KNEW + t) * D], &vn[(size_t)(b * KNEW + t + 1) * D],
+                          &vc_want[(size_t)(cb * CAP + pos) * D]);
+            }
+            for (int i = 0; i < SQ; i++)
+                if (len[b] + i < MAXPOS)
+                    ckt__ref_fmha_rope_row(&q_want[(size_t)(b * SQ + i) * D], &q[(size_t)(b * SQ + i) * D], D,
+                                           len[b] + i, RD, 0, cs.data(), sn.data(), CKT_BF16);
+        }
+        size_t bad = 0;
+        for (size_t i = 0; i < kc.size(); i++)
+            bad += !close16(kc_got[i], kc_want[i], CKT_BF16) + !close16(vc_got[i], vc_want[i], CKT_BF16);
+        for (size_t i = 0; i < q.size(); i++)
+            bad += !close16(q_got[i], q_want[i], CKT_BF16);
+        EXPECT_EQ(bad, 0u) << "bad_cbi " << bad_cbi;
+        EXPECT_NE(kc_got, kc) << "the in-bounds rows were appended";
     }
 }
 
