@@ -682,8 +682,10 @@ TEST(AppendKVKernel, SkipsWhatTheHostCouldNotCheck)
         a.rotary_sin = (const float *)buf.dev(sn.data(), sn.size() * 4);
         a.seqlen_k_ptr = (const int32_t *)buf.dev(len.data(), 8);
         a.cache_batch_idx = bad_cbi ? (const int32_t *)buf.dev(cbi.data(), 8) : nullptr;
+#if defined(CKT_BACKEND_CPU)
         // the host's check refuses it (on the CPU backend it reads the arrays) ...
         EXPECT_EQ(ckt_fmha_appendkv(&a, nullptr), CKT_ERROR_INVALID_ARGUMENT);
+#endif
         // ... the kernel, launched as a GPU would run it, skips what is out of bounds
         ASSERT_EQ(ckt_rt_launch(CKT_KERNEL_REF(test_appendkv_bf16_kernel), ckt_dim3_make(KNEW, 1, B),
                                 ckt_dim3_make(64, 1, 1), 0, nullptr, &a),
