@@ -109,6 +109,29 @@ static inline int fmha_usage_error(const char *msg, const char *arg)
     return 2;
 }
 
+/* 0 when every option is in known (NULL-terminated), else 2 after naming the
+ * unknown one and listing the known ones. */
+static inline int fmha_check_options(int argc, char **argv, const char *const *known)
+{
+    int bad = ckt_arg_unknown(argc, argv, known);
+    if (!bad)
+        return 0;
+    fprintf(stderr, "error: unknown option %s (options, as -name=value:", argv[bad]);
+    for (const char *const *k = known; *k; k++)
+        fprintf(stderr, " -%s", *k);
+    fprintf(stderr, ")\n");
+    return 2;
+}
+
+/* Timed runs by default: a few on a GPU, one on the CPU emulator. */
+#if defined(CKT_BACKEND_CPU)
+#define FMHA_DEFAULT_WARMUP 0
+#define FMHA_DEFAULT_REPEAT 1
+#else
+#define FMHA_DEFAULT_WARMUP 5
+#define FMHA_DEFAULT_REPEAT 20
+#endif
+
 /* Reads the options above into *p and *in: 0, or 2 after printing what is wrong. */
 static inline int fmha_problem_parse(fmha_problem *p, ckt_init *in, int argc, char **argv, const char *scale_opt)
 {

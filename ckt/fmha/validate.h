@@ -322,34 +322,55 @@ static inline ckt_status ckt__fmha_check_tensor(const void *p, const char *name,
     return CKT_SUCCESS;
 }
 
+/* The checks every FMHA argument struct shares: the instance's dtype, sizes
+ * that must not be negative (names[i] for vals[i]), the GQA head counts and
+ * the mode flag. */
+static inline ckt_status ckt__fmha_check_dtype(ckt_dtype got, ckt_dtype dtype)
+{
+    if (got != CKT_F16 && got != CKT_BF16)
+        return ckt__fail(CKT_ERROR_UNSUPPORTED, "dtype: %s (%d): fmha takes fp16 or bf16", ckt_dtype_name(got),
+                         (int)got);
+    if (got != dtype)
+        return ckt__fail(CKT_ERROR_UNSUPPORTED, "dtype: %s, this instance is %s", ckt_dtype_name(got),
+                         ckt_dtype_name(dtype));
+    return CKT_SUCCESS;
+}
+
+static inline ckt_status ckt__fmha_check_nonneg(const char *const *names, const int *vals, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (vals[i] < 0)
+            return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "%s: %d is negative", names[i], vals[i]);
+    return CKT_SUCCESS;
+}
+
+static inline ckt_status ckt__fmha_check_heads_mode(int nhead_q, int nhead_k, int group_mode)
+{
+    if (nhead_q > 0 && nhead_k == 0)
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "nhead_k: 0 (must be >= 1 when nhead_q is %d)", nhead_q);
+    if (nhead_k > 0 && nhead_q % nhead_k != 0)
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "nhead_q: %d is not a multiple of nhead_k %d (GQA / MQA)",
+                         nhead_q, nhead_k);
+    if (group_mode != 0 && group_mode != 1)
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "group_mode: %d (0 = batch, 1 = group)", group_mode);
+    return CKT_SUCCESS;
+}
+
 /* The checks before the empty test, on the shared fields (see the top). */
 static inline ckt_status ckt__fmha_check_common(const ckt__fmha_common *a, ckt_dtype dtype, int hdim, int hdim_v)
 {
     /* the instance */
-    if (a->dtype != CKT_F16 && a->dtype != CKT_BF16)
-        return ckt__fail(CKT_ERROR_UNSUPPORTED, "dtype: %s (%d): fmha takes fp16 or bf16",
-                         ckt_dtype_name(a->dtype), (int)a->dtype);
-    if (a->dtype != dtype)
-        return ckt__fail(CKT_ERROR_UNSUPPORTED, "dtype: %s, this instance is %s", ckt_dtype_name(a->dtype),
-                         ckt_dtype_name(dtype));
+    CKT__FMHA_TRY(ckt__fmha_check_dtype(a->dtype, dtype));
 
     /* sizes */
     {
         const char *const names[] = {"batch", "nhead_q", "nhead_k", "seqlen_q", "seqlen_k"};
         const int vals[] = {a->batch, a->nhead_q, a->nhead_k, a->seqlen_q, a->seqlen_k};
-        for (int i = 0; i < 5; i++)
-            if (vals[i] < 0)
-                return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "%s: %d is negative", names[i], vals[i]);
+        CKT__FMHA_TRY(ckt__fmha_check_nonneg(names, vals, 5));
     }
     CKT__FMHA_TRY(ckt__fmha_check_hdim(a->hdim_q, "hdim_q", hdim, "HDIM"));
     CKT__FMHA_TRY(ckt__fmha_check_hdim(a->hdim_v, "hdim_v", hdim_v, "HDIM_V"));
-    if (a->nhead_q > 0 && a->nhead_k == 0)
-        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "nhead_k: 0 (must be >= 1 when nhead_q is %d)", a->nhead_q);
-    if (a->nhead_k > 0 && a->nhead_q % a->nhead_k != 0)
-        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "nhead_q: %d is not a multiple of nhead_k %d (GQA / MQA)",
-                         a->nhead_q, a->nhead_k);
-    if (a->group_mode != 0 && a->group_mode != 1)
-        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "group_mode: %d (0 = batch, 1 = group)", a->group_mode);
+    CKT__FMHA_TRY(ckt__fmha_check_heads_mode(a->nhead_q, a->nhead_k, a->group_mode));
     if (!a->group_mode) {
         const char *set = a->seqstart_q ? "seqstart_q" : a->seqstart_k ? "seqstart_k"
                         : a->seqlen_q_ptr ? "seqlen_q_ptr" : a->seqlen_k_ptr ? "seqlen_k_ptr" : NULL;
@@ -565,30 +586,17 @@ static inline ckt_status ckt_fmha_appendkv_validate(const ckt_fmha_appendkv_args
 {
     if (!a)
         return ckt__fail(CKT_ERROR_NULL_POINTER, "args: NULL");
-    if (a->dtype != CKT_F16 && a->dtype != CKT_BF16)
-        return ckt__fail(CKT_ERROR_UNSUPPORTED, "dtype: %s (%d): fmha takes fp16 or bf16", ckt_dtype_name(a->dtype),
-                         (int)a->dtype);
-    if (a->dtype != dtype)
-        return ckt__fail(CKT_ERROR_UNSUPPORTED, "dtype: %s, this instance is %s", ckt_dtype_name(a->dtype),
-                         ckt_dtype_name(dtype));
+    CKT__FMHA_TRY(ckt__fmha_check_dtype(a->dtype, dtype));
     {
         const char *const names[] = {"batch", "nhead_q", "nhead_k", "seqlen_q", "seqlen_knew", "seqlen_k",
                                      "cache_seqlen", "cache_batch", "rotary_max_pos"};
         const int vals[] = {a->batch, a->nhead_q, a->nhead_k, a->seqlen_q, a->seqlen_knew, a->seqlen_k,
                             a->cache_seqlen, a->cache_batch, a->rotary_max_pos};
-        for (int i = 0; i < 9; i++)
-            if (vals[i] < 0)
-                return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "%s: %d is negative", names[i], vals[i]);
+        CKT__FMHA_TRY(ckt__fmha_check_nonneg(names, vals, 9));
     }
     CKT__FMHA_TRY(ckt__fmha_check_hdim(a->hdim_q, "hdim_q", CKT_FMHA_APPENDKV_MAX_HDIM, "maximum"));
     CKT__FMHA_TRY(ckt__fmha_check_hdim(a->hdim_v, "hdim_v", CKT_FMHA_APPENDKV_MAX_HDIM, "maximum"));
-    if (a->nhead_q > 0 && a->nhead_k == 0)
-        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "nhead_k: 0 (must be >= 1 when nhead_q is %d)", a->nhead_q);
-    if (a->nhead_k > 0 && a->nhead_q % a->nhead_k != 0)
-        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "nhead_q: %d is not a multiple of nhead_k %d (GQA / MQA)",
-                         a->nhead_q, a->nhead_k);
-    if (a->group_mode != 0 && a->group_mode != 1)
-        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "group_mode: %d (0 = batch, 1 = group)", a->group_mode);
+    CKT__FMHA_TRY(ckt__fmha_check_heads_mode(a->nhead_q, a->nhead_k, a->group_mode));
     if (!a->group_mode && a->seqstart_q)
         return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "seqstart_q: set, but group_mode is 0 (batch mode ignores it)");
     if (a->rotary_dim < 0 || a->rotary_dim % 2 != 0 || a->rotary_dim > a->hdim_q)

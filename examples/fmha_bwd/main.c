@@ -146,13 +146,8 @@ int main(int argc, char **argv)
                                         "mask", "prec", "iperm", "operm", "scale", "logits_soft_cap",
                                         "deterministic", "prepare", "bias", "dbias", "p_drop", "v", "init",
                                         "seed", "warmup", "repeat", "json", NULL};
-    int bad = ckt_arg_unknown(argc, argv, known);
-    if (bad) {
-        fprintf(stderr, "error: unknown option %s (options, as -name=value: -b -h -h_k -s -s_k -s_qpad -s_kpad "
-                        "-d -d_v -mode -mask -prec -iperm -operm -scale -logits_soft_cap -deterministic -prepare "
-                        "-bias -dbias -p_drop -v -init -seed -warmup -repeat -json)\n", argv[bad]);
+    if (fmha_check_options(argc, argv, known))
         return 2;
-    }
     static const char *const bias_off[] = {"n", "0", NULL}, *const num_off[] = {NULL};
     const char *bias = ckt_arg_str(argc, argv, "bias", "n"), *dbias = ckt_arg_str(argc, argv, "dbias", "0");
     const char *p_drop = ckt_arg_str(argc, argv, "p_drop", "0");
@@ -162,16 +157,11 @@ int main(int argc, char **argv)
         return fmha_usage_error("-dbias: the bias gradient is not supported yet (only -dbias=0); got ", dbias);
     if (off_value(p_drop, num_off))
         return fmha_usage_error("-p_drop: dropout is not supported yet (only -p_drop=0); got ", p_drop);
-#if defined(CKT_BACKEND_CPU)
-    const int def_warmup = 0, def_repeat = 1;
-#else
-    const int def_warmup = 5, def_repeat = 20;
-#endif
     const int validate = (int)ckt_arg_int(argc, argv, "v", 1), json = (int)ckt_arg_int(argc, argv, "json", 0);
     const int deterministic = (int)ckt_arg_int(argc, argv, "deterministic", 0);
     const uint64_t seed = (uint64_t)ckt_arg_int(argc, argv, "seed", 11);
-    const int warmup = (int)ckt_arg_int(argc, argv, "warmup", def_warmup);
-    const int repeat = (int)ckt_arg_int(argc, argv, "repeat", def_repeat);
+    const int warmup = (int)ckt_arg_int(argc, argv, "warmup", FMHA_DEFAULT_WARMUP);
+    const int repeat = (int)ckt_arg_int(argc, argv, "repeat", FMHA_DEFAULT_REPEAT);
     const char *prec = ckt_arg_str(argc, argv, "prec", "fp16");
     const char *prepare_arg = ckt_arg_str(argc, argv, "prepare", "call");
     FILE *report = json ? stderr : stdout; /* with -json the text goes to stderr */

@@ -50,23 +50,13 @@ int main(int argc, char **argv)
     static const char *const known[] = {"b", "h", "h_k", "s", "s_k", "s_qpad", "s_kpad", "d", "d_v", "mode",
                                         "mask", "lse", "prec", "iperm", "operm", "scale_s", "logits_soft_cap",
                                         "v", "init", "seed", "warmup", "repeat", "json", NULL};
-    int bad = ckt_arg_unknown(argc, argv, known);
-    if (bad) {
-        fprintf(stderr, "error: unknown option %s (options, as -name=value: -b -h -h_k -s -s_k -s_qpad -s_kpad "
-                        "-d -d_v -mode -mask -lse -prec -iperm -operm -scale_s -logits_soft_cap -v -init -seed "
-                        "-warmup -repeat -json)\n", argv[bad]);
+    if (fmha_check_options(argc, argv, known))
         return 2;
-    }
-#if defined(CKT_BACKEND_CPU)
-    const int def_warmup = 0, def_repeat = 1;
-#else
-    const int def_warmup = 5, def_repeat = 20;
-#endif
     const int lse_on = (int)ckt_arg_int(argc, argv, "lse", 0);
     const int validate = (int)ckt_arg_int(argc, argv, "v", 1), json = (int)ckt_arg_int(argc, argv, "json", 0);
     const uint64_t seed = (uint64_t)ckt_arg_int(argc, argv, "seed", 11);
-    const int warmup = (int)ckt_arg_int(argc, argv, "warmup", def_warmup);
-    const int repeat = (int)ckt_arg_int(argc, argv, "repeat", def_repeat);
+    const int warmup = (int)ckt_arg_int(argc, argv, "warmup", FMHA_DEFAULT_WARMUP);
+    const int repeat = (int)ckt_arg_int(argc, argv, "repeat", FMHA_DEFAULT_REPEAT);
     const char *prec = ckt_arg_str(argc, argv, "prec", "fp16");
     FILE *report = json ? stderr : stdout; /* with -json the text goes to stderr */
 

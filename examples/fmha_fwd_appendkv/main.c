@@ -70,18 +70,8 @@ int main(int argc, char **argv)
     static const char *const known[] = {"b", "h", "h_k", "s", "s_k", "s_knew", "s_kcap", "d", "rotary_dim",
                                         "rotary_interleaved", "cache_batch_idx", "mask", "iperm", "prec", "v",
                                         "seed", "warmup", "repeat", "json", NULL};
-    int bad = ckt_arg_unknown(argc, argv, known);
-    if (bad) {
-        fprintf(stderr, "error: unknown option %s (options, as -name=value: -b -h -h_k -s -s_k -s_knew -s_kcap -d "
-                        "-rotary_dim -rotary_interleaved -cache_batch_idx -mask -iperm -prec -v -seed -warmup "
-                        "-repeat -json)\n", argv[bad]);
+    if (fmha_check_options(argc, argv, known))
         return 2;
-    }
-#if defined(CKT_BACKEND_CPU)
-    const int def_warmup = 0, def_repeat = 1;
-#else
-    const int def_warmup = 5, def_repeat = 20;
-#endif
     const int batch = (int)ckt_arg_int(argc, argv, "b", 2), nhead = (int)ckt_arg_int(argc, argv, "h", 2);
     int nhead_k = (int)ckt_arg_int(argc, argv, "h_k", -1);
     const int s_knew = (int)ckt_arg_int(argc, argv, "s_knew", 1);
@@ -92,8 +82,8 @@ int main(int argc, char **argv)
     const int bhsd = (int)ckt_arg_int(argc, argv, "iperm", 0);
     const int validate = (int)ckt_arg_int(argc, argv, "v", 1), json = (int)ckt_arg_int(argc, argv, "json", 0);
     const uint64_t seed = (uint64_t)ckt_arg_int(argc, argv, "seed", 11);
-    const int warmup = (int)ckt_arg_int(argc, argv, "warmup", def_warmup);
-    const int repeat = (int)ckt_arg_int(argc, argv, "repeat", def_repeat);
+    const int warmup = (int)ckt_arg_int(argc, argv, "warmup", FMHA_DEFAULT_WARMUP);
+    const int repeat = (int)ckt_arg_int(argc, argv, "repeat", FMHA_DEFAULT_REPEAT);
     const char *prec = ckt_arg_str(argc, argv, "prec", "fp16");
     const char *mask_arg = ckt_arg_str(argc, argv, "mask", "b");
     FILE *report = json ? stderr : stdout;

@@ -14,6 +14,8 @@
 // the forward over the cache within CK's tolerances.
 #include "ckt/fmha.h"
 
+#include "tests/fmha/fmha_test_util.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -49,19 +51,11 @@ struct Case {
     std::string name;
 };
 
-std::string list(const std::vector<int> &v)
-{
-    std::string s;
-    for (size_t i = 0; i < v.size(); i++)
-        s += (i ? "_" : "") + std::to_string(v[i]);
-    return s;
-}
-
 std::string case_name(const Case &c)
 {
     return std::string(c.dt == CKT_BF16 ? "bf16" : "fp16") + "_d" + std::to_string(c.d) + "_dv" + std::to_string(c.dv) +
            "_b" + std::to_string(c.batch) + "_h" + std::to_string(c.h) + "_" + std::to_string(c.hk) + "_knew" +
-           std::to_string(c.s_knew) + "_sq" + list(c.sq) + "_len" + list(c.len) + (c.len_ptr ? "_lenptr" : "") +
+           std::to_string(c.s_knew) + "_sq" + fmha_test_list(c.sq) + "_len" + fmha_test_list(c.len) + (c.len_ptr ? "_lenptr" : "") +
            "_cap" + std::to_string(c.cap) + "_rd" + std::to_string(c.rd) + (c.inter ? "_inter" : "_half") +
            (c.group ? "_group" : "_batch") + (c.cbi == 1 ? "_cbi" : c.cbi == 2 ? "_cbirev" : "") +
            (c.bshd ? "_bshd" : "_bhsd") + (c.mask == CKT_MASK_NONE ? "_nomask" : "");
@@ -77,24 +71,7 @@ void strides(int64_t *sb, int64_t *sh, int64_t *ss, int bshd, int nhead, int64_t
     ckt_fmha_strides(sb, sh, ss, !bshd, nhead, (int)rows, (int)d);
 }
 
-struct Buffers {
-    std::vector<void *> allocs;
-    ~Buffers()
-    {
-        for (void *p : allocs)
-            ckt_rt_free(p);
-    }
-    void *dev(const void *src, size_t bytes)
-    {
-        void *p = nullptr;
-        EXPECT_EQ(ckt_rt_malloc(&p, bytes ? bytes : 16), CKT_SUCCESS);
-        if (p && src && bytes) {
-            EXPECT_EQ(ckt_rt_memcpy(p, src, bytes, CKT_H2D), CKT_SUCCESS);
-        }
-        allocs.push_back(p);
-        return p;
-    }
-};
+typedef FmhaDeviceBuffers Buffers;
 
 // Largest offset + 1 of a [b][h][s][d] tensor through strides.
 size_t span(int64_t nb, int64_t nh, int64_t rows, int64_t d, int64_t sb, int64_t sh, int64_t ss)

@@ -10,6 +10,8 @@
 #include "ckt/fmha.h"
 #include "ckt/fmha/ref_bwd.h"
 
+#include "tests/fmha/fmha_test_util.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -37,21 +39,13 @@ struct Case {
     std::string name;
 };
 
-std::string list(const std::vector<int> &v)
-{
-    std::string s;
-    for (size_t i = 0; i < v.size(); i++)
-        s += (i ? "_" : "") + std::to_string(v[i]);
-    return s;
-}
-
 std::string case_name(const Case &c)
 {
     static const char *masks[] = {"none", "tl", "br", "wtl", "wbr"};
     auto side = [](int x) { return x < 0 ? std::string("x") : std::to_string(x); };
     std::string n = std::string(c.dt == CKT_BF16 ? "bf16" : "fp16") + "_d" + std::to_string(c.d) + "_dv" +
                     std::to_string(c.dv) + (c.group ? "_group" : "_batch") + "_b" + std::to_string(c.batch) + "_h" +
-                    std::to_string(c.h) + "_" + std::to_string(c.hk) + "_sq" + list(c.sq) + "_sk" + list(c.sk) +
+                    std::to_string(c.h) + "_" + std::to_string(c.hk) + "_sq" + fmha_test_list(c.sq) + "_sk" + fmha_test_list(c.sk) +
                     "_" + masks[c.mask];
     if (c.mask >= CKT_MASK_WINDOW_TOP_LEFT)
         n += side(c.wl) + "_" + side(c.wr);
@@ -86,26 +80,9 @@ struct BwdRun {
     std::vector<int32_t> start_q, start_k, len_q, len_k;
     std::vector<uint16_t> q, k, v, o, dout, dq, dk, dv;
     std::vector<float> lse;
-    std::vector<void *> allocs;
+    FmhaDeviceBuffers bufs;
 
-    BwdRun() = default;
-    BwdRun(const BwdRun &) = delete;
-    BwdRun &operator=(const BwdRun &) = delete;
-    ~BwdRun()
-    {
-        for (void *p : allocs)
-            ckt_rt_free(p);
-    }
-    void *to_device(const void *src, size_t bytes)
-    {
-        void *p = nullptr;
-        EXPECT_EQ(ckt_rt_malloc(&p, bytes ? bytes : 1), CKT_SUCCESS);
-        if (p && src && bytes) {
-            EXPECT_EQ(ckt_rt_memcpy(p, src, bytes, CKT_H2D), CKT_SUCCESS);
-        }
-        allocs.push_back(p);
-        return p;
-    }
+    void *to_device(const void *src, size_t bytes) { return bufs.dev(src, bytes); }
 };
 
 // Builds the tensors, runs the forward for O and LSE, and sets up the device
