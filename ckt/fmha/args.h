@@ -85,6 +85,46 @@ typedef struct ckt_fmha_fwd_args {
     float softcap; /* 0: none */
     ckt_fmha_mask mask;
     int window_left, window_right; /* window masks; < 0 = unlimited */
+
+    /* >>inference (docs/fmha_inference.md): a KV cache, paged or not, and
+     * split-KV. All zero: k / v are the tensors described above. */
+
+    /* Cache entry of batch entry b: cache_batch_idx[b] (device, batch
+     * entries, each in [0, cache_batch)): the batch index of k / v in batch
+     * mode, the block_table row when paged. NULL: b. */
+    const int32_t *cache_batch_idx;
+    int cache_batch; /* entries of the cache (block_table rows when paged); 0 = batch */
+
+    /* Paged KV (ckt/fmha/page.h): page_size > 0 makes k and v pools of
+     * num_pages pages of page_size keys (any size >= 1):
+     *   K[b][hk][j] = k[page(b, j / page_size) * k_stride_b + hk * k_stride_h + (j % page_size) * k_stride_s]
+     * (likewise v), k_stride_b being the page stride. The pages of entry b:
+     *   vLLM:   page(b, p) = block_table[cb * max_pages_per_seq + p], cb as
+     *           above; keys seqlen_k_ptr[b] (seqlen_k when NULL), at most
+     *           max_pages_per_seq * page_size;
+     *   sglang: page(b, p) = kv_indices[kv_indptr[b] + p]; keys
+     *           (kv_indptr[b + 1] - kv_indptr[b] - 1) * page_size + kv_last_page_len[b].
+     * One style per call. Queries in batch or group mode (batch prefill:
+     * seqstart_q); seqstart_k is unused. seqlen_k bounds every entry's keys
+     * (the max over the batch). Page ids outside [0, num_pages) read as
+     * zeros on a GPU; where the host can read the tables (the CPU backend)
+     * they are an error naming the entry. */
+    int page_size, num_pages;
+    const int32_t *block_table; /* vLLM, device, [cache_batch][max_pages_per_seq] */
+    int max_pages_per_seq;
+    const int32_t *kv_indptr, *kv_indices, *kv_last_page_len; /* sglang, device */
+
+    /* Split-KV (ckt/fmha/splitkv.h): the keys of each query tile split into
+     * num_splits ranges computed by separate blocks, each writing a partial
+     * O and LSE (fp32) to the workspace, merged by a combine kernel in a
+     * fixed order (bitwise reproducible). num_splits 0: automatic when a
+     * workspace is given (ckt_fmha_splitkv_heuristic), else 1; 1: no split.
+     * The workspace (device, 16-byte aligned) holds
+     * ckt_fmha_splitkv_workspace_bytes(...) bytes (the dispatcher's
+     * ckt_fmha_fwd_workspace_bytes says how many for a call). */
+    int num_splits;
+    void *workspace;
+    size_t workspace_bytes;
 } ckt_fmha_fwd_args;
 
 /* >>backward: ckt_fmha_bwd_args

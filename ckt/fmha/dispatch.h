@@ -41,10 +41,24 @@ typedef struct ckt_fmha_fwd_instance {
     int hdim, hdim_v;
     int (*fits)(const ckt_fmha_fwd_args *a);
     ckt_status (*launch)(const ckt_fmha_fwd_args *a, ckt_stream stream);
+    int block_m, block_n; /* the tile: query rows and keys per step */
+    ckt_status (*num_splits)(const ckt_fmha_fwd_args *a, int *splits);
+    size_t (*workspace_bytes)(const ckt_fmha_fwd_args *a);
 } ckt_fmha_fwd_instance;
 
-/* Runs the forward on `stream` (cudaStream_t / hipStream_t; NULL = default). */
+/* Runs the forward on `stream` (cudaStream_t / hipStream_t; NULL = default):
+ * over contiguous K/V or a KV cache (paged or not), split-KV when asked
+ * (num_splits, workspace: ckt/fmha/args.h, docs/fmha_inference.md). */
 ckt_status ckt_fmha_fwd(const ckt_fmha_fwd_args *a, ckt_stream stream);
+
+/* The workspace a call with a's fields needs once given one (num_splits 0
+ * = automatic: the split count the heuristic picks on this device); 0 when
+ * it runs unsplit, or when no instance fits (ckt_fmha_last_error() says). */
+size_t ckt_fmha_fwd_workspace_bytes(const ckt_fmha_fwd_args *a);
+
+/* The split count a call runs with (1 = unsplit), or -1 when no instance
+ * fits. */
+int ckt_fmha_fwd_num_splits(const ckt_fmha_fwd_args *a);
 
 /* The instance ckt_fmha_fwd would run for a, or NULL (ckt_fmha_last_error()
  * says why). */

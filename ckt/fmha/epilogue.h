@@ -90,6 +90,24 @@ CKT_INLINE CKT_DEVICE void ckt_fmha_warp_store_o(uint16_t *out, int64_t ld, int 
     }
 }
 
+/* Split-KV's partial output (ckt/fmha/splitkv.h): out[(row0 + r) * ld + c]
+ * <- o * inv in fp32, one 8-byte store per pair, rows below sq and columns
+ * below hdim_v only (out: row 0 of the (split, batch, head), 8-byte aligned). */
+CKT_INLINE CKT_DEVICE void ckt_fmha_warp_store_o_f32(float *out, int64_t ld, int sq, int hdim_v, const float *o,
+                                                     const float *inv, int row0, int wm, int dv, int lane)
+{
+    CKT_UNROLL
+    for (int i = 0; i < CKT_WARP_ACC_REGS(wm, dv); i += 2) {
+        const int slot = ckt_fmha_acc_slot(i, dv);
+        const int r = ckt_fmha_acc_row(slot, lane), c = ckt_fmha_acc_col(i, lane, wm, dv);
+        if (row0 + r < sq && c < hdim_v) {
+            float *p = out + (int64_t)(row0 + r) * ld + c;
+            p[0] = o[i] * inv[slot];
+            p[1] = o[i + 1] * inv[slot];
+        }
+    }
+}
+
 /* The block's output tile: O[m0 .. m0 + bm) of this (batch, head) <- o * inv
  * of each warp (its rows start at m0 + wrow), rows below sq and columns below
  * hdim_v only; out: row 0 of the (batch, head), rows ld elements apart.

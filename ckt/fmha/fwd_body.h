@@ -10,7 +10,11 @@
  * defines
  *   ckt_status my_attn_d128_bf16_launch(const ckt_fmha_fwd_args *a, ckt_stream s);
  *   int        my_attn_d128_bf16_fits(const ckt_fmha_fwd_args *a);
- * and the kernel my_attn_d128_bf16_kernel, then #undefs the parameters, so a
+ *   size_t     my_attn_d128_bf16_workspace_bytes(const ckt_fmha_fwd_args *a);   (split-KV)
+ *   ckt_status my_attn_d128_bf16_num_splits(const ckt_fmha_fwd_args *a, int *splits);
+ *   int        my_attn_d128_bf16_block_m, my_attn_d128_bf16_block_n   (the tile, enum constants)
+ * and the kernels my_attn_d128_bf16_kernel and _combine_kernel (split-KV),
+ * then #undefs the parameters, so a
  * translation unit may include the body again for another instance. Head dims
  * below the instance's (multiples of 8) run with zero padding. Everything else
  * (mask kind and window, scale, soft-cap, GQA, layouts, batch or group mode,
@@ -55,9 +59,11 @@
 #include "ckt/fmha/args.h"
 #include "ckt/fmha/epilogue.h"
 #include "ckt/fmha/mask.h"
+#include "ckt/fmha/page.h"
 #include "ckt/fmha/schedule.h"
 #include "ckt/fmha/seqlen.h"
 #include "ckt/fmha/softmax.h"
+#include "ckt/fmha/splitkv.h"
 #include "ckt/fmha/validate.h"
 #include "ckt/host/runtime.h"
 #include "ckt/tile/mma.h"
@@ -128,6 +134,13 @@
 #define CKT__FMHA_SMEM_BYTES                                                                      \
     ((size_t)(CKT__FMHA_Q_ELEMS + CKT__FMHA_STAGES * (CKT__FMHA_K_ELEMS + CKT__FMHA_V_ELEMS)) * 2)
 #define CKT__FMHA_BF16 ((CKT_FMHA_DTYPE) == CKT_BF16)
+/* blocks a multiprocessor runs at once, for split-KV's heuristic: 2 on
+ * NVIDIA (each <= 110 KB of shared memory), 1 on CDNA (64 KB of LDS) */
+#if defined(CKT_HAS_MFMA)
+#define CKT__FMHA_BLOCKS_PER_MP 1
+#else
+#define CKT__FMHA_BLOCKS_PER_MP 2
+#endif
 
 CKT_STATIC_ASSERT(CKT__FMHA_D % 32 == 0 && CKT__FMHA_D >= 32 && CKT__FMHA_D <= 256,
                   "CKT_FMHA_HDIM must be a multiple of 32 in [32, 256] (smaller head dims run padded)");
@@ -160,21 +173,27 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
     CKT_DYNAMIC_SHARED(uint16_t, smem);
     const int tid = (int)ckt_thread_idx_x(), warp = (int)ckt_warp_id(), lane = (int)ckt_lane_id();
 
-    /* >>the tile: (b, h, query rows m0 .. m0 + BM) and its entry (ckt/fmha/schedule.h, seqlen.h, mask.h) */
-    const ckt_fmha_tile t = ckt_fmha_fwd_tile(BM);
+    /* >>the tile: (b, h, query rows m0 .. m0 + BM, key split) and its entry
+     * (ckt/fmha/schedule.h, seqlen.h, page.h, mask.h); num_splits is the
+     * launcher's resolved count */
+    const int splits = a.num_splits > 1 ? a.num_splits : 1;
+    const ckt_fmha_tile t = ckt_fmha_fwd_tile(BM, splits);
     const int b = t.b, h = t.h, m0 = t.m0, hk = ckt_fmha_kv_head(h, a.nhead_q, a.nhead_k);
     const ckt_fmha_seq sq = ckt_fmha_seq_resolve(a.group_mode, a.seqstart_q, a.seqstart_k, a.seqlen_q_ptr,
                                                  a.seqlen_k_ptr, a.seqlen_q, a.seqlen_k, b);
     if (m0 >= sq.sq)
         return; /* whole block past this entry's queries (group mode, or ragged grid) */
-    const ckt_fmha_mask_params mask = ckt_fmha_mask_make(a.mask, a.window_left, a.window_right, sq.sq, sq.sk);
+    const ckt_fmha_paging pg = CKT_FMHA_PAGING(a);
+    const ckt_fmha_kv kv = ckt_fmha_kv_resolve(&pg, sq.sk, b); /* the keys: contiguous or paged */
+    const ckt_fmha_mask_params mask = ckt_fmha_mask_make(a.mask, a.window_left, a.window_right, sq.sq, kv.sk);
     const float scale = a.scale > 0.0f ? a.scale : 1.0f / sqrtf((float)a.hdim_q);
     const int wrow0 = m0 + warp * WM; /* this warp's first query row */
 
-    /* views: Q[b][h][i][:], K[b][hk][j][:], V[b][hk][j][:], O[b][h][i][:] of the entry */
+    /* views: Q[b][h][i][:], K[cb][hk][j][:], V[cb][hk][j][:], O[b][h][i][:]
+     * of the entry (cb: its cache entry); a paged pool at head hk */
     const uint16_t *qp = (const uint16_t *)a.q + ckt_fmha_row_offset(a.group_mode, b, h, sq.q_start, a.q_stride_b, a.q_stride_h, a.q_stride_s);
-    const uint16_t *kp = (const uint16_t *)a.k + ckt_fmha_row_offset(a.group_mode, b, hk, sq.k_start, a.k_stride_b, a.k_stride_h, a.k_stride_s);
-    const uint16_t *vp = (const uint16_t *)a.v + ckt_fmha_row_offset(a.group_mode, b, hk, sq.k_start, a.v_stride_b, a.v_stride_h, a.v_stride_s);
+    const uint16_t *kp = (const uint16_t *)a.k + (kv.ids ? hk * a.k_stride_h : ckt_fmha_row_offset(a.group_mode, kv.cb, hk, sq.k_start, a.k_stride_b, a.k_stride_h, a.k_stride_s));
+    const uint16_t *vp = (const uint16_t *)a.v + (kv.ids ? hk * a.v_stride_h : ckt_fmha_row_offset(a.group_mode, kv.cb, hk, sq.k_start, a.v_stride_b, a.v_stride_h, a.v_stride_s));
     uint16_t *op = (uint16_t *)a.o + ckt_fmha_row_offset(a.group_mode, b, h, sq.q_start, a.o_stride_b, a.o_stride_h, a.o_stride_s);
     ckt_window2d wq = ckt_window2d_make(ckt_view2d_make((void *)qp, sq.sq, a.hdim_q, a.q_stride_s), m0, 0);
 
@@ -189,22 +208,40 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
      * now mask a tile it sees whole: a no-op. */
     ckt_fmha_mask_full_keys(&mask, m0, BM, BN, &full_lo, &full_hi);
     n_lo = n_lo / BN * BN;
-    const int nblocks = n_hi > n_lo ? CKT_CEIL_DIV(n_hi - n_lo, BN) : 0;
-    ckt_window2d wk = ckt_window2d_make(ckt_view2d_make((void *)kp, sq.sk, a.hdim_q, a.k_stride_s), n_lo, 0);
-    ckt_window2d wv = ckt_window2d_make(ckt_view2d_make((void *)vp, sq.sk, a.hdim_v, a.v_stride_s), n_lo, 0);
+    int nblocks = n_hi > n_lo ? CKT_CEIL_DIV(n_hi - n_lo, BN) : 0;
+    if (splits > 1) { /* this split's share of the tiles (ckt/fmha/splitkv.h) */
+        int first;
+        ckt_fmha_split_range(nblocks, splits, t.split, &first, &nblocks);
+        n_lo += first * BN;
+    }
+    /* windows at the first tile (for a paged pool only their origin moves) */
+    ckt_window2d wk = ckt_window2d_make(ckt_view2d_make((void *)kp, kv.sk, a.hdim_q, a.k_stride_s), n_lo, 0);
+    ckt_window2d wv = ckt_window2d_make(ckt_view2d_make((void *)vp, kv.sk, a.hdim_v, a.v_stride_s), n_lo, 0);
 
     /* shared tiles padded 16 bytes a row (CKT_SMEM_PADDED): Q [BM][D], then
      * per stage K [BN][D] and V [BN][DV] */
     ckt_smem_tile sQ = ckt_smem_tile_make(smem, CKT_SMEM_PADDED, D);
 #define CKT__FMHA_SK(st) ckt_smem_tile_make(smem + CKT__FMHA_Q_ELEMS + (st) * (CKT__FMHA_K_ELEMS + CKT__FMHA_V_ELEMS), CKT_SMEM_PADDED, D)
 #define CKT__FMHA_SV(st) ckt_smem_tile_make(smem + CKT__FMHA_Q_ELEMS + (st) * (CKT__FMHA_K_ELEMS + CKT__FMHA_V_ELEMS) + CKT__FMHA_K_ELEMS, CKT_SMEM_PADDED, DV)
+/* K/V tile at the windows' origin into stage st: a gather per key row from a
+ * paged pool (ckt/fmha/page.h), else the contiguous tile */
+#define CKT__FMHA_LOAD_KV(st)                                                                                   \
+    do {                                                                                                        \
+        if (kv.ids) {                                                                                           \
+            ckt_fmha_page_load_async(CKT__FMHA_SK(st), kp, &kv, pg.page_size, pg.num_pages, a.k_stride_b,        \
+                                     a.k_stride_s, (int)wk.row0, a.hdim_q, BN, D, CKT__FMHA_THREADS, tid);      \
+            ckt_fmha_page_load_async(CKT__FMHA_SV(st), vp, &kv, pg.page_size, pg.num_pages, a.v_stride_b,        \
+                                     a.v_stride_s, (int)wv.row0, a.hdim_v, BN, DV, CKT__FMHA_THREADS, tid);     \
+        } else {                                                                                                \
+            ckt_smem_tile_load_async(CKT__FMHA_SK(st), &wk, BN, D, CKT__FMHA_THREADS, tid);                     \
+            ckt_smem_tile_load_async(CKT__FMHA_SV(st), &wv, BN, DV, CKT__FMHA_THREADS, tid);                    \
+        }                                                                                                       \
+    } while (0)
 
     /* Q and the first K/V tile in flight */
     ckt_smem_tile_load_async(sQ, &wq, BM, D, CKT__FMHA_THREADS, tid);
-    if (nblocks > 0) {
-        ckt_smem_tile_load_async(CKT__FMHA_SK(0), &wk, BN, D, CKT__FMHA_THREADS, tid);
-        ckt_smem_tile_load_async(CKT__FMHA_SV(0), &wv, BN, DV, CKT__FMHA_THREADS, tid);
-    }
+    if (nblocks > 0)
+        CKT__FMHA_LOAD_KV(0);
     ckt_pipe_commit();
 
     /* O = 0, m = -inf, l = 0: the accumulator and the running max (log2
@@ -224,8 +261,7 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
         if (CKT__FMHA_STAGES > 1 && nb + 1 < nblocks) { /* prefetch the next K/V tile */
             ckt_window2d_move(&wk, BN, 0);
             ckt_window2d_move(&wv, BN, 0);
-            ckt_smem_tile_load_async(CKT__FMHA_SK((nb + 1) % CKT__FMHA_STAGES), &wk, BN, D, CKT__FMHA_THREADS, tid);
-            ckt_smem_tile_load_async(CKT__FMHA_SV((nb + 1) % CKT__FMHA_STAGES), &wv, BN, DV, CKT__FMHA_THREADS, tid);
+            CKT__FMHA_LOAD_KV((nb + 1) % CKT__FMHA_STAGES);
             ckt_pipe_commit();
         }
         const ckt_smem_tile sK = CKT__FMHA_SK(nb % CKT__FMHA_STAGES), sV = CKT__FMHA_SV(nb % CKT__FMHA_STAGES);
@@ -307,8 +343,7 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
             ckt_block_sync();
             ckt_window2d_move(&wk, BN, 0);
             ckt_window2d_move(&wv, BN, 0);
-            ckt_smem_tile_load_async(CKT__FMHA_SK(0), &wk, BN, D, CKT__FMHA_THREADS, tid);
-            ckt_smem_tile_load_async(CKT__FMHA_SV(0), &wv, BN, DV, CKT__FMHA_THREADS, tid);
+            CKT__FMHA_LOAD_KV(0);
             ckt_pipe_commit();
         }
     }
@@ -319,6 +354,13 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
      * is past the loop; LSE = (m + log2 l) ln 2 */
     float inv[ROWS];
     ckt_fmha_softmax_finish(inv, row_l, WM);
+    if (splits > 1) { /* a partial: fp32 O and LSE into the workspace (ckt/fmha/splitkv.h) */
+        const int64_t r0 = ckt_fmha_splitkv_row(t.split, b, h, 0, a.batch, a.nhead_q, a.seqlen_q);
+        float *o_acc_ws = (float *)((char *)a.workspace + ckt_fmha_splitkv_o_offset(splits, a.batch, a.nhead_q, a.seqlen_q));
+        ckt_fmha_warp_store_o_f32(o_acc_ws + r0 * a.hdim_v, a.hdim_v, sq.sq, a.hdim_v, o_acc, inv, wrow0, WM, DV, lane);
+        ckt_fmha_warp_store_lse((float *)a.workspace + r0, row_m, row_l, wrow0, sq.sq, WM, lane);
+        return;
+    }
     ckt_fmha_block_store_o(op, a.o_stride_s, sq.sq, a.hdim_v, m0, ckt_smem_tile_make(smem, CKT_SMEM_PADDED, DV), o_acc,
                            inv, warp * WM, WM, BM, DV, CKT__FMHA_THREADS, tid, CKT__FMHA_BF16, lane);
     if (a.lse)
@@ -326,16 +368,85 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
                                 row_m, row_l, wrow0, sq.sq, WM, lane);
 #undef CKT__FMHA_SK
 #undef CKT__FMHA_SV
+#undef CKT__FMHA_LOAD_KV
+}
+
+/* >>device: split-KV's combine (ckt/fmha/splitkv.h): output rows from the
+ * splits' partials, CKT__FMHA_COMBINE_ROWS rows a block, 64 threads a row
+ * (a thread takes 4 columns; hdim_v <= 256) */
+#define CKT__FMHA_COMBINE_THREADS 256
+#define CKT__FMHA_COMBINE_ROWS (CKT__FMHA_COMBINE_THREADS / 64)
+CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_combine_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_COMBINE_THREADS)
+{
+    const int tid = (int)ckt_thread_idx_x();
+    const int b = (int)ckt_block_idx_z(), h = (int)ckt_block_idx_y();
+    const int i = (int)ckt_block_idx_x() * CKT__FMHA_COMBINE_ROWS + tid / 64;
+    const ckt_fmha_seq sq = ckt_fmha_seq_resolve(a.group_mode, a.seqstart_q, a.seqstart_k, a.seqlen_q_ptr,
+                                                 a.seqlen_k_ptr, a.seqlen_q, a.seqlen_k, b);
+    if (i >= sq.sq)
+        return;
+    const int64_t row = ckt_fmha_splitkv_row(0, b, h, i, a.batch, a.nhead_q, a.seqlen_q);
+    const int64_t split_rows = (int64_t)a.batch * a.nhead_q * a.seqlen_q;
+    const float *o_acc = (const float *)((const char *)a.workspace +
+                                         ckt_fmha_splitkv_o_offset(a.num_splits, a.batch, a.nhead_q, a.seqlen_q));
+    uint16_t *out = (uint16_t *)a.o + ckt_fmha_row_offset(a.group_mode, b, h, sq.q_start + i, a.o_stride_b, a.o_stride_h, a.o_stride_s);
+    float *lse = a.lse && tid % 64 == 0 ? a.lse + ckt_fmha_row_offset(a.group_mode, b, h, sq.q_start + i, a.lse_stride_b, a.lse_stride_h, 1) : 0;
+    ckt_fmha_splitkv_combine_row(out, lse, (const float *)a.workspace, o_acc, split_rows, row, a.num_splits, a.hdim_v,
+                                 tid % 64, 64, CKT__FMHA_BF16);
 }
 
 #endif /* CKT_HAS_MMA_SYNC || CKT_HAS_MFMA */
 
-/* >>host: fits and launch */
+/* >>host: fits, split count, workspace and launch */
+
+enum { CKT__FMHA_FN(_block_m) = CKT__FMHA_BM, CKT__FMHA_FN(_block_n) = CKT__FMHA_BN };
 
 static inline int CKT__FMHA_FN(_fits)(const ckt_fmha_fwd_args *a)
 {
     return a && a->dtype == (CKT_FMHA_DTYPE) && a->hdim_q > 0 && a->hdim_q <= CKT__FMHA_D &&
            a->hdim_v > 0 && a->hdim_v <= CKT__FMHA_DV && a->hdim_q % 8 == 0 && a->hdim_v % 8 == 0;
+}
+
+/* The split count a call runs with: num_splits when >= 1; 0 (automatic):
+ * ckt_fmha_splitkv_heuristic over this instance's tiles and the device's
+ * multiprocessors when a workspace is given (with_workspace < 0: a's own;
+ * else as the flag says), else 1. */
+static inline ckt_status CKT__FMHA_FN(_splits)(const ckt_fmha_fwd_args *a, int with_workspace, int *splits)
+{
+    *splits = 1;
+    if (!a)
+        return ckt__fail(CKT_ERROR_NULL_POINTER, "args: NULL");
+    if (a->num_splits != 0) {
+        *splits = a->num_splits;
+        return CKT_SUCCESS;
+    }
+    if (!(with_workspace < 0 ? a->workspace != NULL : with_workspace) || ckt_fmha_fwd_is_empty(a))
+        return CKT_SUCCESS;
+    int mps = 1;
+    ckt_status st = ckt_rt_multiprocessors(&mps);
+    if (st != CKT_SUCCESS)
+        return st;
+    const int64_t tiles = (int64_t)a->batch * a->nhead_q * CKT_CEIL_DIV(a->seqlen_q, CKT__FMHA_BM);
+    *splits = ckt_fmha_splitkv_heuristic(tiles, mps * CKT__FMHA_BLOCKS_PER_MP, CKT_CEIL_DIV(a->seqlen_k, CKT__FMHA_BN),
+                                         CKT_FMHA_MAX_SPLITS);
+    return CKT_SUCCESS;
+}
+
+/* The split count a call with a's fields runs with (see above). */
+static inline ckt_status CKT__FMHA_FN(_num_splits)(const ckt_fmha_fwd_args *a, int *splits)
+{
+    return CKT__FMHA_FN(_splits)(a, -1, splits);
+}
+
+/* Bytes of workspace a call with a's fields and a workspace needs (so
+ * num_splits 0 is automatic): 0 when it runs unsplit, and 0 when the count
+ * cannot be resolved (ckt_last_error() says why). */
+static inline size_t CKT__FMHA_FN(_workspace_bytes)(const ckt_fmha_fwd_args *a)
+{
+    int splits;
+    if (CKT__FMHA_FN(_splits)(a, 1, &splits) != CKT_SUCCESS)
+        return 0;
+    return ckt_fmha_splitkv_workspace_bytes(splits, a->batch, a->nhead_q, a->seqlen_q, a->hdim_v);
 }
 
 static inline ckt_status CKT__FMHA_FN(_launch)(const ckt_fmha_fwd_args *a, ckt_stream stream)
@@ -346,8 +457,30 @@ static inline ckt_status CKT__FMHA_FN(_launch)(const ckt_fmha_fwd_args *a, ckt_s
 #if defined(CKT_HAS_MMA_SYNC) || defined(CKT_HAS_MFMA)
     if (ckt_fmha_fwd_is_empty(a))
         return CKT_SUCCESS; /* nothing to compute */
-    return ckt_rt_launch(CKT_KERNEL_REF(CKT__FMHA_FN(_kernel)), ckt_fmha_fwd_grid(a->batch, a->nhead_q, a->seqlen_q, CKT__FMHA_BM),
-                         ckt_dim3_make(CKT__FMHA_THREADS, 1, 1), CKT__FMHA_SMEM_BYTES, stream, a);
+    ckt_fmha_fwd_args k = *a; /* with the resolved split count */
+    st = CKT__FMHA_FN(_num_splits)(a, &k.num_splits);
+    if (st != CKT_SUCCESS)
+        return st;
+    if (k.num_splits > 1) {
+        const size_t need = ckt_fmha_splitkv_workspace_bytes(k.num_splits, a->batch, a->nhead_q, a->seqlen_q, a->hdim_v);
+        if (!a->workspace)
+            return ckt__fail(CKT_ERROR_NULL_POINTER, "workspace: NULL, but num_splits %d needs %zu bytes", k.num_splits, need);
+        if (a->workspace_bytes < need)
+            return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "workspace_bytes: %zu, but %d splits need %zu",
+                             a->workspace_bytes, k.num_splits, need);
+        if ((int64_t)a->batch * k.num_splits > 65535)
+            return ckt__fail(CKT_ERROR_UNSUPPORTED, "num_splits: %d splits x batch %d exceed the grid's 65535",
+                             k.num_splits, a->batch);
+    }
+    st = ckt_rt_launch(CKT_KERNEL_REF(CKT__FMHA_FN(_kernel)),
+                       ckt_fmha_fwd_grid(a->batch, a->nhead_q, a->seqlen_q, CKT__FMHA_BM, k.num_splits),
+                       ckt_dim3_make(CKT__FMHA_THREADS, 1, 1), CKT__FMHA_SMEM_BYTES, stream, &k);
+    if (st != CKT_SUCCESS || k.num_splits <= 1)
+        return st;
+    return ckt_rt_launch(CKT_KERNEL_REF(CKT__FMHA_FN(_combine_kernel)),
+                         ckt_dim3_make((unsigned)CKT_CEIL_DIV(a->seqlen_q, CKT__FMHA_COMBINE_ROWS), (unsigned)a->nhead_q,
+                                       (unsigned)a->batch),
+                         ckt_dim3_make(CKT__FMHA_COMBINE_THREADS, 1, 1), 0, stream, &k);
 #else
     (void)stream;
     return ckt__fail(CKT_ERROR_UNSUPPORTED, "%s: this target has no warp MMA", "fmha");
@@ -374,4 +507,7 @@ static inline ckt_status CKT__FMHA_FN(_launch)(const ckt_fmha_fwd_args *a, ckt_s
 #undef CKT__FMHA_SMEM_BYTES
 #undef CKT__FMHA_BF16
 #undef CKT__FMHA_RESCALE_ALWAYS
+#undef CKT__FMHA_COMBINE_THREADS
+#undef CKT__FMHA_COMBINE_ROWS
+#undef CKT__FMHA_BLOCKS_PER_MP
 #undef CKT__FMHA_FN

@@ -32,6 +32,7 @@
 
 #include "ckt/fmha/args.h"
 #include "ckt/fmha/mask.h"
+#include "ckt/fmha/page.h"
 #include "ckt/fmha/seqlen.h"
 #include "ckt/fmha/validate.h"
 #include "ckt/host/compare.h"
@@ -56,8 +57,11 @@ typedef ckt_fmha_seq ckt_fmha_entry;
 
 static inline ckt_fmha_entry ckt_fmha_fwd_entry(const ckt_fmha_fwd_args *h, int b)
 {
-    return ckt_fmha_seq_resolve(h->group_mode, h->seqstart_q, h->seqstart_k, h->seqlen_q_ptr, h->seqlen_k_ptr,
-                                h->seqlen_q, h->seqlen_k, b);
+    ckt_fmha_entry e = ckt_fmha_seq_resolve(h->group_mode, h->seqstart_q, h->seqstart_k, h->seqlen_q_ptr,
+                                            h->seqlen_k_ptr, h->seqlen_q, h->seqlen_k, b);
+    const ckt_fmha_paging pg = CKT_FMHA_PAGING(*h);
+    e.sk = ckt_fmha_kv_resolve(&pg, e.sk, b).sk; /* a paged cache's key count */
+    return e;
 }
 
 /* The keys query i of an entry (sq, sk) sees: [*lo, *hi) (empty when lo >= hi),
@@ -77,10 +81,18 @@ static inline void ckt_fmha_fwd_row_keys(const ckt_fmha_fwd_args *a, int64_t i, 
 static inline size_t ckt_fmha_fwd_elems(const ckt_fmha_fwd_args *h, ckt_fmha_tensor t)
 {
     const int isk = t == CKT_FMHA_TENSOR_K || t == CKT_FMHA_TENSOR_V;
-    const int64_t nb = h->group_mode ? 1 : h->batch, nh = isk ? h->nhead_k : h->nhead_q;
+    int64_t nb = h->group_mode ? 1 : h->batch;
+    const int64_t nh = isk ? h->nhead_k : h->nhead_q;
     int64_t rows = isk ? h->seqlen_k : h->seqlen_q;
     if (h->group_mode)
         rows = h->batch > 0 ? (isk ? h->seqstart_k : h->seqstart_q)[h->batch] : 0;
+    if (isk && h->page_size > 0) /* a pool of num_pages pages: the "batch" dimension */
+        return (size_t)((int64_t)(h->num_pages - 1) * (t == CKT_FMHA_TENSOR_K ? h->k_stride_b : h->v_stride_b) +
+                        (int64_t)(h->nhead_k - 1) * (t == CKT_FMHA_TENSOR_K ? h->k_stride_h : h->v_stride_h) +
+                        (int64_t)(h->page_size - 1) * (t == CKT_FMHA_TENSOR_K ? h->k_stride_s : h->v_stride_s) +
+                        (t == CKT_FMHA_TENSOR_K ? h->hdim_q : h->hdim_v));
+    if (isk && h->cache_batch > 0 && !h->group_mode)
+        nb = h->cache_batch; /* the cache's entries */
     int64_t sb = 0, sh = 0, ss = 0, d = 0;
     switch (t) {
     case CKT_FMHA_TENSOR_Q: sb = h->q_stride_b; sh = h->q_stride_h; ss = h->q_stride_s; d = h->hdim_q; break;
@@ -122,10 +134,18 @@ static inline int64_t ckt__fmha_row(const ckt_fmha_fwd_args *h, ckt_fmha_tensor 
                                     const ckt_fmha_entry *e)
 {
     const int g = h->group_mode;
+    if (t == CKT_FMHA_TENSOR_K || t == CKT_FMHA_TENSOR_V) { /* through the cache (ckt/fmha/page.h) */
+        const int isk = t == CKT_FMHA_TENSOR_K;
+        const ckt_fmha_paging pg = CKT_FMHA_PAGING(*h);
+        const ckt_fmha_kv kv = ckt_fmha_kv_resolve(&pg, e->sk, b);
+        const int64_t sb = isk ? h->k_stride_b : h->v_stride_b, sh = isk ? h->k_stride_h : h->v_stride_h;
+        const int64_t ss = isk ? h->k_stride_s : h->v_stride_s;
+        if (kv.ids)
+            return head * sh + ckt_fmha_kv_row(&kv, h->page_size, h->num_pages, sb, ss, i);
+        return ckt_fmha_row_offset(g, kv.cb, head, e->k_start + i, sb, sh, ss);
+    }
     switch (t) {
     case CKT_FMHA_TENSOR_Q: return ckt_fmha_row_offset(g, b, head, e->q_start + i, h->q_stride_b, h->q_stride_h, h->q_stride_s);
-    case CKT_FMHA_TENSOR_K: return ckt_fmha_row_offset(g, b, head, e->k_start + i, h->k_stride_b, h->k_stride_h, h->k_stride_s);
-    case CKT_FMHA_TENSOR_V: return ckt_fmha_row_offset(g, b, head, e->k_start + i, h->v_stride_b, h->v_stride_h, h->v_stride_s);
     case CKT_FMHA_TENSOR_O: return ckt_fmha_row_offset(g, b, head, e->q_start + i, h->o_stride_b, h->o_stride_h, h->o_stride_s);
     default: return ckt_fmha_row_offset(g, b, head, e->q_start + i, h->lse_stride_b, h->lse_stride_h, 1);
     }
@@ -152,6 +172,14 @@ static inline ckt_status ckt__ref_fmha_check(const ckt_fmha_fwd_args *h, const f
     if (!o_ref || !h->q || (h->seqlen_k > 0 && (!h->k || !h->v)))
         return ckt__fail(CKT_ERROR_NULL_POINTER, "ckt_ref_fmha_fwd: %s is NULL",
                          !o_ref ? "o_ref" : !h->q ? "q" : !h->k ? "k" : "v");
+    if (h->page_size > 0) { /* the tables, host copies */
+        if (!h->block_table && !(h->kv_indptr && h->kv_indices && h->kv_last_page_len))
+            return ckt__fail(CKT_ERROR_NULL_POINTER, "ckt_ref_fmha_fwd: page_size %d without page tables",
+                             h->page_size);
+        ckt_status st = ckt__fmha_check_pages(h);
+        if (st != CKT_SUCCESS)
+            return st;
+    }
     return ckt_fmha_fwd_check_seqs(h);
 }
 

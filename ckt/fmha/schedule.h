@@ -1,12 +1,13 @@
 /* ckt/fmha/schedule.h — which tile a block of an attention kernel works on:
  * the grid of the forward and the block -> (batch, head, query tile) map.
  *
- *   launch:  grid = ckt_fmha_fwd_grid(a->batch, a->nhead_q, a->seqlen_q, BM);
- *   kernel:  const ckt_fmha_tile t = ckt_fmha_fwd_tile(BM);    // t.b, t.h, t.m0
+ *   launch:  grid = ckt_fmha_fwd_grid(a->batch, a->nhead_q, a->seqlen_q, BM, splits);
+ *   kernel:  const ckt_fmha_tile t = ckt_fmha_fwd_tile(BM, splits);  // t.b, t.h, t.m0, t.split
  *
- * Forward: one block per (query tile, query head, batch entry): x = query
- * tiles of seqlen_q (the maximum over the batch in group mode: blocks past an
- * entry's length exit), y = heads, z = entries. The query tiles run in
+ * Forward: one block per (query tile, query head, batch entry, key split):
+ * x = query tiles of seqlen_q (the maximum over the batch in group mode:
+ * blocks past an entry's length exit), y = heads, z = entries x splits
+ * (split-KV, ckt/fmha/splitkv.h: z = b * splits + split; 1 split without). The query tiles run in
  * reverse: block x = 0 takes the last tile. Under a causal mask the last
  * tiles see the most keys, so the longest blocks start first and the short
  * ones fill the tail (FlashAttention-2 does the same).
@@ -22,19 +23,22 @@
 typedef struct ckt_fmha_tile {
     int b, h;
     int m0;
+    int split; /* the key range (split-KV), 0 .. splits - 1 */
 } ckt_fmha_tile;
 
-/* The forward's grid for query tiles of bm rows. */
-static inline ckt_dim3 ckt_fmha_fwd_grid(int batch, int nhead_q, int seqlen_q, int bm)
+/* The forward's grid for query tiles of bm rows and `splits` key ranges. */
+static inline ckt_dim3 ckt_fmha_fwd_grid(int batch, int nhead_q, int seqlen_q, int bm, int splits)
 {
-    return ckt_dim3_make((unsigned)CKT_CEIL_DIV(seqlen_q, bm), (unsigned)nhead_q, (unsigned)batch);
+    return ckt_dim3_make((unsigned)CKT_CEIL_DIV(seqlen_q, bm), (unsigned)nhead_q, (unsigned)batch * (unsigned)splits);
 }
 
 /* This block's tile of the forward grid, last query tile first. */
-CKT_INLINE CKT_DEVICE ckt_fmha_tile ckt_fmha_fwd_tile(int bm)
+CKT_INLINE CKT_DEVICE ckt_fmha_tile ckt_fmha_fwd_tile(int bm, int splits)
 {
     ckt_fmha_tile t;
-    t.b = (int)ckt_block_idx_z();
+    const int z = (int)ckt_block_idx_z();
+    t.b = splits > 1 ? z / splits : z;
+    t.split = splits > 1 ? z - t.b * splits : 0;
     t.h = (int)ckt_block_idx_y();
     t.m0 = (int)(ckt_grid_dim_x() - 1 - ckt_block_idx_x()) * bm;
     return t;

@@ -7,10 +7,12 @@
  *   // Q[b][h][i][:] at q + ckt_fmha_row_offset(a.group_mode, b, h, s.q_start + i, sb, sh, ss)
  *
  * Batch mode: every entry has seqlen_q / seqlen_k rows starting at 0 (rows
- * are addressed with stride_b). Group mode: entry b's rows are
+ * are addressed with stride_b); the forward's KV cache may give each entry
+ * its own key count, seqlen_k_ptr[b]. Group mode: entry b's rows are
  * seqstart[b] .. seqstart[b+1] - 1 of one packed sequence (no stride_b), its
  * logical length seqlen_*_ptr[b] when given (the rest is padding), else the
- * physical one. Host and device alike.
+ * physical one; a paged cache has no seqstart_k (its keys: seqlen_k_ptr[b]
+ * or seqlen_k, then ckt/fmha/page.h). Host and device alike.
  */
 #ifndef CKT_FMHA_SEQLEN_H
 #define CKT_FMHA_SEQLEN_H
@@ -33,15 +35,15 @@ CKT_INLINE CKT_HOST_DEVICE ckt_fmha_seq ckt_fmha_seq_resolve(int group_mode, con
     ckt_fmha_seq s;
     if (group_mode) {
         s.q_start = seqstart_q[b];
-        s.k_start = seqstart_k[b];
         s.sq = seqlen_q_ptr ? seqlen_q_ptr[b] : seqstart_q[b + 1] - seqstart_q[b];
-        s.sk = seqlen_k_ptr ? seqlen_k_ptr[b] : seqstart_k[b + 1] - seqstart_k[b];
     } else {
         s.q_start = 0;
-        s.k_start = 0;
         s.sq = seqlen_q;
-        s.sk = seqlen_k;
     }
+    /* keys: packed rows in group mode; else (batch mode, or a paged cache,
+     * which has no seqstart_k) seqlen_k_ptr[b] or seqlen_k */
+    s.k_start = group_mode && seqstart_k ? seqstart_k[b] : 0;
+    s.sk = seqlen_k_ptr ? seqlen_k_ptr[b] : group_mode && seqstart_k ? seqstart_k[b + 1] - seqstart_k[b] : seqlen_k;
     return s;
 }
 

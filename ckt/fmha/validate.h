@@ -51,6 +51,7 @@
 
 #include "ckt/arch/config.h"
 #include "ckt/fmha/args.h"
+#include "ckt/fmha/splitkv.h"
 #include "ckt/host/status.h"
 
 #include <math.h>
@@ -114,6 +115,8 @@ typedef struct ckt__fmha_common {
     float scale, softcap;
     ckt_fmha_mask mask;
     int window_left, window_right;
+    int kv_cache; /* the forward: seqlen_k_ptr also in batch mode (a cache's lengths) */
+    int paged;    /* the forward over a paged cache: no seqstart_k */
 } ckt__fmha_common;
 
 /* The shared fields, listed once: both adapters copy them. */
@@ -127,6 +130,8 @@ static inline ckt__fmha_common ckt__fmha_common_of_fwd(const ckt_fmha_fwd_args *
 {
     ckt__fmha_common c;
     CKT__FMHA_COMMON_FIELDS(CKT__FMHA_COMMON_COPY)
+    c.kv_cache = 1;
+    c.paged = a->page_size != 0;
     return c;
 }
 
@@ -134,6 +139,8 @@ static inline ckt__fmha_common ckt__fmha_common_of_bwd(const ckt_fmha_bwd_args *
 {
     ckt__fmha_common c;
     CKT__FMHA_COMMON_FIELDS(CKT__FMHA_COMMON_COPY)
+    c.kv_cache = 0;
+    c.paged = 0;
     return c;
 }
 
@@ -171,12 +178,28 @@ static inline ckt_status ckt__fmha_check_starts(const int32_t *start, const int3
     return CKT_SUCCESS;
 }
 
+/* Per-entry key counts without seqstart_k (the forward's KV cache: batch
+ * mode, or a paged cache): 0 <= seqlen_k_ptr[b] <= seqlen_k. */
+static inline ckt_status ckt__fmha_check_lengths(const int32_t *len, int max, int batch, const char *ls,
+                                                 const char *ms)
+{
+    for (int b = 0; len && b < batch; b++)
+        if (len[b] < 0 || len[b] > max)
+            return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "%s: [%d] = %d is outside [0, %s = %d]", ls, b, (int)len[b],
+                             ms, max);
+    return CKT_SUCCESS;
+}
+
 static inline ckt_status ckt__fmha_check_seqs(const ckt__fmha_common *a)
 {
+    if (!a->group_mode || a->paged)
+        CKT__FMHA_TRY(ckt__fmha_check_lengths(a->seqlen_k_ptr, a->seqlen_k, a->batch, "seqlen_k_ptr", "seqlen_k"));
     if (!a->group_mode)
         return CKT_SUCCESS;
     CKT__FMHA_TRY(ckt__fmha_check_starts(a->seqstart_q, a->seqlen_q_ptr, a->seqlen_q, a->batch, "seqstart_q",
                                          "seqlen_q_ptr", "seqlen_q"));
+    if (a->paged)
+        return CKT_SUCCESS;
     return ckt__fmha_check_starts(a->seqstart_k, a->seqlen_k_ptr, a->seqlen_k, a->batch, "seqstart_k",
                                   "seqlen_k_ptr", "seqlen_k");
 }
@@ -373,7 +396,7 @@ static inline ckt_status ckt__fmha_check_common(const ckt__fmha_common *a, ckt_d
     CKT__FMHA_TRY(ckt__fmha_check_heads_mode(a->nhead_q, a->nhead_k, a->group_mode));
     if (!a->group_mode) {
         const char *set = a->seqstart_q ? "seqstart_q" : a->seqstart_k ? "seqstart_k"
-                        : a->seqlen_q_ptr ? "seqlen_q_ptr" : a->seqlen_k_ptr ? "seqlen_k_ptr" : NULL;
+                        : a->seqlen_q_ptr ? "seqlen_q_ptr" : a->seqlen_k_ptr && !a->kv_cache ? "seqlen_k_ptr" : NULL;
         if (set)
             return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "%s: set, but group_mode is 0 (batch mode ignores it)", set);
     }
@@ -399,10 +422,17 @@ static inline ckt_status ckt__fmha_check_common(const ckt__fmha_common *a, ckt_d
 /* The group-mode arrays' pointers, and on the CPU backend their contents. */
 static inline ckt_status ckt__fmha_check_group(const ckt__fmha_common *a)
 {
-    if (!a->group_mode)
+    if (!a->group_mode) {
+        if (a->seqlen_k_ptr) /* the forward's cache lengths */
+            CKT__FMHA_TRY(ckt__fmha_check_ptr(a->seqlen_k_ptr, "seqlen_k_ptr", 4));
+#if defined(CKT_BACKEND_CPU)
+        CKT__FMHA_TRY(ckt__fmha_check_seqs(a));
+#endif
         return CKT_SUCCESS;
+    }
     CKT__FMHA_TRY(ckt__fmha_check_ptr(a->seqstart_q, "seqstart_q", 4));
-    CKT__FMHA_TRY(ckt__fmha_check_ptr(a->seqstart_k, "seqstart_k", 4));
+    if (!a->paged)
+        CKT__FMHA_TRY(ckt__fmha_check_ptr(a->seqstart_k, "seqstart_k", 4));
     if (a->seqlen_q_ptr)
         CKT__FMHA_TRY(ckt__fmha_check_ptr(a->seqlen_q_ptr, "seqlen_q_ptr", 4));
     if (a->seqlen_k_ptr)
@@ -422,6 +452,145 @@ static inline ckt_status ckt__fmha_check_lse(const float *lse, int64_t sb, int64
     return ckt__fmha_check_stride(sh, "lse_stride_h", c->nhead_q, 0);
 }
 
+/* >>the forward's KV cache and split-KV (ckt/fmha/args.h, the inference fields) */
+
+/* A paged pool: pointer, strides (page, head, position in page) for
+ * num_pages pages of page_size rows. */
+static inline ckt_status ckt__fmha_check_pool(const void *p, const char *name, int64_t sb, int64_t sh, int64_t ss,
+                                              const ckt_fmha_fwd_args *a)
+{
+    char nb[32], nh[32], ns[32];
+    snprintf(nb, sizeof nb, "%s_stride_b", name);
+    snprintf(nh, sizeof nh, "%s_stride_h", name);
+    snprintf(ns, sizeof ns, "%s_stride_s", name);
+    CKT__FMHA_TRY(ckt__fmha_check_ptr(p, name, 16));
+    CKT__FMHA_TRY(ckt__fmha_check_stride(sb, nb, a->num_pages, 1));
+    CKT__FMHA_TRY(ckt__fmha_check_stride(sh, nh, a->nhead_k, 1));
+    return ckt__fmha_check_stride(ss, ns, a->page_size, 1);
+}
+
+/* The page tables, read on the host (the CPU backend's device memory): ids
+ * of the pages an entry uses in [0, num_pages), lengths within the tables
+ * and within seqlen_k. */
+static inline ckt_status ckt__fmha_check_pages(const ckt_fmha_fwd_args *a)
+{
+    const int ps = a->page_size;
+    if (a->block_table) { /* vLLM */
+        for (int b = 0; b < a->batch; b++) {
+            const int cb = a->cache_batch_idx ? a->cache_batch_idx[b] : b;
+            const int sk = a->seqlen_k_ptr ? a->seqlen_k_ptr[b] : a->seqlen_k;
+            if ((int64_t)sk > (int64_t)a->max_pages_per_seq * ps)
+                return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
+                                 "%s: entry %d has %d keys, more than max_pages_per_seq %d x page_size %d",
+                                 a->seqlen_k_ptr ? "seqlen_k_ptr" : "seqlen_k", b, sk, a->max_pages_per_seq, ps);
+            for (int p = 0; p < CKT_CEIL_DIV(sk, ps); p++) {
+                const int32_t id = a->block_table[(int64_t)cb * a->max_pages_per_seq + p];
+                if (id < 0 || id >= a->num_pages)
+                    return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
+                                     "block_table: [%d][%d] = %d (entry %d's page %d) is outside [0, num_pages %d)", cb,
+                                     p, (int)id, b, p, a->num_pages);
+            }
+        }
+        return CKT_SUCCESS;
+    }
+    if (a->kv_indptr[0] < 0) /* sglang */
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "kv_indptr: [0] = %d is negative", (int)a->kv_indptr[0]);
+    for (int b = 0; b < a->batch; b++) {
+        const int32_t n = a->kv_indptr[b + 1] - a->kv_indptr[b], last = a->kv_last_page_len[b];
+        if (n < 0)
+            return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "kv_indptr: decreases at entry %d (%d then %d)", b,
+                             (int)a->kv_indptr[b], (int)a->kv_indptr[b + 1]);
+        if (n > 0 && (last < 1 || last > ps))
+            return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "kv_last_page_len: [%d] = %d is outside [1, page_size %d]", b,
+                             (int)last, ps);
+        const int64_t sk = n > 0 ? (int64_t)(n - 1) * ps + last : 0;
+        if (sk > a->seqlen_k)
+            return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
+                             "seqlen_k: %d is less than entry %d's %lld keys (the max over the batch)", a->seqlen_k, b,
+                             (long long)sk);
+        for (int p = 0; p < n; p++) {
+            const int32_t id = a->kv_indices[a->kv_indptr[b] + p];
+            if (id < 0 || id >= a->num_pages)
+                return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
+                                 "kv_indices: [%d] = %d (entry %d's page %d) is outside [0, num_pages %d)",
+                                 (int)(a->kv_indptr[b] + p), (int)id, b, p, a->num_pages);
+        }
+    }
+    return CKT_SUCCESS;
+}
+
+static inline ckt_status ckt__fmha_check_fwd_cache(const ckt_fmha_fwd_args *a)
+{
+    const int vllm = a->block_table != NULL;
+    const int sgl = a->kv_indptr || a->kv_indices || a->kv_last_page_len;
+    if (a->cache_batch < 0)
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "cache_batch: %d is negative (0 = batch)", a->cache_batch);
+    if (a->num_splits < 0 || a->num_splits > CKT_FMHA_MAX_SPLITS)
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "num_splits: %d (0 = automatic, 1 = none, at most %d)",
+                         a->num_splits, CKT_FMHA_MAX_SPLITS);
+    if (a->workspace)
+        CKT__FMHA_TRY(ckt__fmha_check_ptr(a->workspace, "workspace", 16));
+    if (a->page_size < 0)
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "page_size: %d is negative (0 = no paged cache)", a->page_size);
+    if (a->page_size == 0) {
+        const char *set = vllm ? "block_table" : a->kv_indptr ? "kv_indptr" : a->kv_indices ? "kv_indices"
+                        : a->kv_last_page_len ? "kv_last_page_len" : a->num_pages ? "num_pages"
+                        : a->max_pages_per_seq ? "max_pages_per_seq" : NULL;
+        if (set)
+            return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "%s: set, but page_size is 0 (no paged cache)", set);
+        if (a->cache_batch_idx && a->group_mode)
+            return ckt__fail(CKT_ERROR_UNSUPPORTED,
+                             "cache_batch_idx: set in group mode with a contiguous cache (packed keys have no cache "
+                             "entries; use batch mode or a paged cache)");
+    } else {
+        if (vllm && sgl)
+            return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
+                             "block_table: set together with kv_indptr / kv_indices / kv_last_page_len (one page-table "
+                             "style per call)");
+        if (!vllm && !sgl)
+            return ckt__fail(CKT_ERROR_NULL_POINTER,
+                             "block_table: NULL (a paged cache needs block_table, or kv_indptr, kv_indices and "
+                             "kv_last_page_len)");
+        if (a->num_pages <= 0)
+            return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "num_pages: %d (the pool's pages, >= 1)", a->num_pages);
+        if (a->group_mode && a->seqstart_k)
+            return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
+                             "seqstart_k: set, but a paged cache has no packed keys (lengths: seqlen_k_ptr or the "
+                             "page table)");
+        if (vllm) {
+            CKT__FMHA_TRY(ckt__fmha_check_ptr(a->block_table, "block_table", 4));
+            if (a->max_pages_per_seq <= 0)
+                return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "max_pages_per_seq: %d (block_table's row length, >= 1)",
+                                 a->max_pages_per_seq);
+        } else {
+            CKT__FMHA_TRY(ckt__fmha_check_ptr(a->kv_indptr, "kv_indptr", 4));
+            CKT__FMHA_TRY(ckt__fmha_check_ptr(a->kv_indices, "kv_indices", 4));
+            CKT__FMHA_TRY(ckt__fmha_check_ptr(a->kv_last_page_len, "kv_last_page_len", 4));
+            if (a->cache_batch_idx)
+                return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
+                                 "cache_batch_idx: set with sglang-style tables (kv_indptr selects the pages)");
+            if (a->seqlen_k_ptr)
+                return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
+                                 "seqlen_k_ptr: set with sglang-style tables (kv_last_page_len gives the lengths)");
+        }
+    }
+    if (a->cache_batch_idx)
+        CKT__FMHA_TRY(ckt__fmha_check_ptr(a->cache_batch_idx, "cache_batch_idx", 4));
+#if defined(CKT_BACKEND_CPU)
+    /* the emulator's device memory is host memory: the tables can be read */
+    if (a->cache_batch_idx) {
+        const int nc = a->cache_batch > 0 ? a->cache_batch : a->batch;
+        for (int b = 0; b < a->batch; b++)
+            if (a->cache_batch_idx[b] < 0 || a->cache_batch_idx[b] >= nc)
+                return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "cache_batch_idx: [%d] = %d is outside [0, %s %d)", b,
+                                 (int)a->cache_batch_idx[b], a->cache_batch > 0 ? "cache_batch" : "batch", nc);
+    }
+    if (a->page_size > 0 && !ckt_fmha_fwd_is_empty(a))
+        CKT__FMHA_TRY(ckt__fmha_check_pages(a));
+#endif
+    return CKT_SUCCESS;
+}
+
 /* >>validation */
 
 /* Checks a (device pointers) for an instance of type dtype with head dims
@@ -436,10 +605,14 @@ static inline ckt_status ckt_fmha_fwd_validate(const ckt_fmha_fwd_args *a, ckt_d
     if (ckt_fmha_fwd_is_empty(a))
         return CKT_SUCCESS;
 
+    CKT__FMHA_TRY(ckt__fmha_check_fwd_cache(a));
     /* tensors, strides in elements (group mode: rows of all entries share stride_s, no stride_b) */
     CKT__FMHA_TRY(ckt__fmha_check_tensor(a->q, "q", "q", a->q_stride_b, a->q_stride_h, a->q_stride_s, &c, a->nhead_q,
                                          a->seqlen_q, a->hdim_q, "hdim_q", 0));
-    if (a->seqlen_k > 0) {
+    if (a->page_size > 0) { /* pools of pages */
+        CKT__FMHA_TRY(ckt__fmha_check_pool(a->k, "k", a->k_stride_b, a->k_stride_h, a->k_stride_s, a));
+        CKT__FMHA_TRY(ckt__fmha_check_pool(a->v, "v", a->v_stride_b, a->v_stride_h, a->v_stride_s, a));
+    } else if (a->seqlen_k > 0) {
         CKT__FMHA_TRY(ckt__fmha_check_tensor(a->k, "k", "k", a->k_stride_b, a->k_stride_h, a->k_stride_s, &c,
                                              a->nhead_k, a->seqlen_k, a->hdim_q, "hdim_q", 0));
         CKT__FMHA_TRY(ckt__fmha_check_tensor(a->v, "v", "v", a->v_stride_b, a->v_stride_h, a->v_stride_s, &c,

@@ -94,6 +94,23 @@ ckt_status ckt_fmha_fwd(const ckt_fmha_fwd_args *a, ckt_stream stream)
     return in ? in->launch(a, stream) : st;
 }
 
+size_t ckt_fmha_fwd_workspace_bytes(const ckt_fmha_fwd_args *a)
+{
+    ckt_status st;
+    const ckt_fmha_fwd_instance *in = ckt__fmha_fwd_pick(a, &st);
+    return in ? in->workspace_bytes(a) : 0;
+}
+
+int ckt_fmha_fwd_num_splits(const ckt_fmha_fwd_args *a)
+{
+    ckt_status st;
+    int splits = -1;
+    const ckt_fmha_fwd_instance *in = ckt__fmha_fwd_pick(a, &st);
+    if (!in || in->num_splits(a, &splits) != CKT_SUCCESS)
+        return -1;
+    return splits;
+}
+
 /* >>backward */
 
 #define CKT__FMHA_BWD_LIST(file) ckt__fmha_bwd_##file,
@@ -275,6 +292,18 @@ size_t ckt_fmha_fwd_args_offset(const char *field)
     CKT__FMHA_FIELD(mask)
     CKT__FMHA_FIELD(window_left)
     CKT__FMHA_FIELD(window_right)
+    CKT__FMHA_FIELD(cache_batch_idx)
+    CKT__FMHA_FIELD(cache_batch)
+    CKT__FMHA_FIELD(page_size)
+    CKT__FMHA_FIELD(num_pages)
+    CKT__FMHA_FIELD(block_table)
+    CKT__FMHA_FIELD(max_pages_per_seq)
+    CKT__FMHA_FIELD(kv_indptr)
+    CKT__FMHA_FIELD(kv_indices)
+    CKT__FMHA_FIELD(kv_last_page_len)
+    CKT__FMHA_FIELD(num_splits)
+    CKT__FMHA_FIELD(workspace)
+    CKT__FMHA_FIELD(workspace_bytes)
     return (size_t)-1;
 #undef CKT__FMHA_FIELD
 }

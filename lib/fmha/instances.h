@@ -33,8 +33,10 @@
 
 #define CKT__FMHA_FWD_TABLE(file) const ckt_fmha_fwd_instance ckt__fmha_fwd_##file[CKT__FMHA_FWD_PER_FILE]
 
-/* The body's NAME_fits / NAME_launch are static: the table carries them out. */
-#define CKT__FMHA_FWD_ENTRY(name, dtype, hdim, hdim_v) {#name, (dtype), (hdim), (hdim_v), name##_fits, name##_launch}
+/* The body's NAME_fits / NAME_launch / ... are static: the table carries them out. */
+#define CKT__FMHA_FWD_ENTRY(name, dtype, hdim, hdim_v)                                                    \
+    {#name, (dtype), (hdim), (hdim_v), name##_fits, name##_launch, name##_block_m, name##_block_n,            \
+     name##_num_splits, name##_workspace_bytes}
 
 /* The backward's: the body defines NAME_fits / NAME_run and its tile. */
 #define CKT__FMHA_BWD_TABLE(file) const ckt_fmha_bwd_instance ckt__fmha_bwd_##file[CKT__FMHA_FWD_PER_FILE]

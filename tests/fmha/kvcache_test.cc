@@ -1,0 +1,619 @@
+// The forward over a KV cache (ckt_fmha_fwd with the inference fields of
+// ckt/fmha/args.h): split-KV with its combine, paged K/V through vLLM block
+// tables and sglang indptr/indices/last-page-length tables of many page
+// sizes (1, 3, 16, 48, 64, 100, 128, 256: some smaller than, some not
+// dividing, the key tile), cache_batch_idx, batch prefill (group-mode
+// queries over a paged cache), decode (1..16 queries, GQA), a pool past 4 GB
+// with pages at both ends, bitwise reproducibility of split-KV under other
+// emulator schedules, and the validation of the new fields.
+//
+// The kernel reads the cache in its own layout; the CPU reference reads a
+// plain contiguous copy of the same keys (so the paging of the reference,
+// ckt/fmha/page.h, is checked against it too).
+#include "ckt/fmha.h"
+
+#include "tests/fmha/fmha_test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+enum KvStyle { kContiguous = 0, kVllm = 1, kSglang = 2 };
+
+struct Case {
+    ckt_dtype dt = CKT_BF16;
+    int d = 64, dv = 64;
+    int group = 0; // queries in group mode (batch prefill)
+    int batch = 2, h = 4, hk = 2;
+    std::vector<int> sq = {1}, sk = {300, 77}; // per entry (the last repeats)
+    ckt_fmha_mask mask = CKT_MASK_NONE;
+    int wl = 0, wr = 0;
+    float softcap = 0.0f;
+    KvStyle kv = kContiguous;
+    int page_size = 16;
+    int page_major = 1;  // pool layout [page][pos][hk][d] (1) or [page][hk][pos][d] (0)
+    int splits = 1;      // num_splits; -1: 0 (automatic) without a workspace, 0: automatic with one
+    int cbi = 0;         // cache_batch_idx (a permutation into a cache with one spare entry)
+    std::string name;
+};
+
+std::string case_name(const Case &c)
+{
+    static const char *masks[] = {"none", "tl", "br", "wtl", "wbr"};
+    static const char *styles[] = {"contig", "vllm", "sglang"};
+    std::string n = std::string(c.dt == CKT_BF16 ? "bf16" : "fp16") + "_d" + std::to_string(c.d) + "_dv" +
+                    std::to_string(c.dv) + (c.group ? "_group" : "_batch") + "_b" + std::to_string(c.batch) + "_h" +
+                    std::to_string(c.h) + "_" + std::to_string(c.hk) + "_sq" + fmha_test_list(c.sq) + "_sk" +
+                    fmha_test_list(c.sk) + "_" + masks[c.mask] + "_" + styles[c.kv];
+    if (c.kv != kContiguous)
+        n += "_ps" + std::to_string(c.page_size) + (c.page_major ? "" : "_hmajor");
+    n += c.splits < 0 ? "_noworkspace" : c.splits == 0 ? "_auto" : "_split" + std::to_string(c.splits);
+    n += c.cbi ? "_cbi" : "";
+    n += c.softcap != 0.0f ? "_softcap" : "";
+    if (c.mask >= CKT_MASK_WINDOW_TOP_LEFT)
+        n += "_w" + std::to_string(c.wl) + "_" + std::to_string(c.wr);
+    return n;
+}
+
+int at(const std::vector<int> &v, int b) { return v[std::min<size_t>(b, v.size() - 1)]; }
+
+// One call: host data, the kernel's device arguments, the reference's plain view.
+struct KvRun {
+    ckt_fmha_fwd_args plain; // host view: contiguous keys, for the reference
+    ckt_fmha_fwd_args paged; // host view in the kernel's layout (tables on the host)
+    ckt_fmha_fwd_args dev;   // the kernel's arguments
+    std::vector<int32_t> start_q, len_k, start_k_plain, cbi, table, indptr, indices, last;
+    std::vector<uint16_t> q, kp, vp, kc, vc, o; // kp/vp: plain keys; kc/vc: the cache (contiguous or pool)
+    std::vector<float> lse;
+    size_t ws_bytes = 0;
+    FmhaDeviceBuffers bufs;
+};
+
+// Builds the case: random Q and keys, the cache in its layout, host views.
+void build(const Case &c, KvRun &r)
+{
+    const uint64_t seed = std::hash<std::string>()(c.name) & 0xffff;
+    std::mt19937 rng((unsigned)seed);
+    ckt_fmha_fwd_args &a = r.plain;
+    memset(&a, 0, sizeof a);
+    a.dtype = c.dt;
+    a.batch = c.batch;
+    a.nhead_q = c.h;
+    a.nhead_k = c.hk;
+    a.hdim_q = c.d;
+    a.hdim_v = c.dv;
+    a.mask = c.mask;
+    a.window_left = c.wl;
+    a.window_right = c.wr;
+    a.softcap = c.softcap;
+    a.group_mode = c.group;
+    int64_t rows_q = 0;
+    r.start_q.assign(1, 0);
+    r.start_k_plain.assign(1, 0);
+    for (int b = 0; b < c.batch; b++) {
+        a.seqlen_q = std::max(a.seqlen_q, at(c.sq, b));
+        a.seqlen_k = std::max(a.seqlen_k, at(c.sk, b));
+        r.start_q.push_back(r.start_q.back() + at(c.sq, b));
+        r.start_k_plain.push_back(r.start_k_plain.back() + at(c.sk, b));
+        r.len_k.push_back(at(c.sk, b));
+    }
+    rows_q = c.group ? r.start_q.back() : a.seqlen_q;
+    // Q and O [b][s][h][d] (group: packed rows), LSE [b][h][s]
+    a.q_stride_s = (int64_t)c.h * c.d, a.q_stride_h = c.d, a.q_stride_b = c.group ? 0 : rows_q * a.q_stride_s;
+    a.o_stride_s = (int64_t)c.h * c.dv, a.o_stride_h = c.dv, a.o_stride_b = c.group ? 0 : rows_q * a.o_stride_s;
+    a.lse_stride_h = rows_q, a.lse_stride_b = c.group ? 0 : c.h * rows_q;
+    if (c.group)
+        a.seqstart_q = r.start_q.data();
+    // plain keys for the reference: group mode packed (seqstart_k), batch mode [b][s][hk][d] + lengths
+    const int64_t rows_k = c.group ? r.start_k_plain.back() : a.seqlen_k;
+    a.k_stride_s = (int64_t)c.hk * c.d, a.k_stride_h = c.d, a.k_stride_b = c.group ? 0 : rows_k * a.k_stride_s;
+    a.v_stride_s = (int64_t)c.hk * c.dv, a.v_stride_h = c.dv, a.v_stride_b = c.group ? 0 : rows_k * a.v_stride_s;
+    if (c.group)
+        a.seqstart_k = r.start_k_plain.data();
+    else
+        a.seqlen_k_ptr = r.len_k.data();
+
+    r.q.assign(ckt_fmha_fwd_elems(&a, CKT_FMHA_TENSOR_Q), 0);
+    r.kp.assign(std::max<size_t>(ckt_fmha_fwd_elems(&a, CKT_FMHA_TENSOR_K), 1), 0);
+    r.vp.assign(std::max<size_t>(ckt_fmha_fwd_elems(&a, CKT_FMHA_TENSOR_V), 1), 0);
+    r.o.assign(ckt_fmha_fwd_elems(&a, CKT_FMHA_TENSOR_O), 0x7b7b);
+    r.lse.assign(ckt_fmha_fwd_elems(&a, CKT_FMHA_TENSOR_LSE), 1234.5f);
+    ASSERT_EQ(ckt_fill(r.q.data(), c.dt, r.q.size(), ckt_init_uniform(-1, 1), seed), CKT_SUCCESS);
+    ASSERT_EQ(ckt_fill(r.kp.data(), c.dt, r.kp.size(), ckt_init_uniform(-1, 1), seed + 1), CKT_SUCCESS);
+    ASSERT_EQ(ckt_fill(r.vp.data(), c.dt, r.vp.size(), ckt_init_uniform(-1, 1), seed + 2), CKT_SUCCESS);
+    a.q = r.q.data();
+    a.k = r.kp.data();
+    a.v = r.vp.data();
+
+    // the kernel's view: the same queries, the keys in the cache
+    ckt_fmha_fwd_args &p = r.paged;
+    p = a;
+    p.seqstart_k = nullptr;
+    p.seqlen_k_ptr = nullptr;
+    const int cache_batch = c.batch + (c.cbi ? 1 : 0);
+    if (c.cbi) { // entry b in cache row cbi[b]: a shuffled permutation of cache_batch rows
+        std::vector<int32_t> perm(cache_batch);
+        std::iota(perm.begin(), perm.end(), 0);
+        std::shuffle(perm.begin(), perm.end(), rng);
+        r.cbi.assign(perm.begin(), perm.begin() + c.batch);
+        p.cache_batch_idx = r.cbi.data();
+        p.cache_batch = cache_batch;
+    }
+    auto plain_k = [&](int b, int hk, int j, int dd) { // K[b][hk][j][dd] of the plain view
+        ckt_fmha_fwd_args &x = r.plain;
+        const int64_t row = c.group ? r.start_k_plain[b] + j : j;
+        return r.kp[(size_t)((c.group ? 0 : b * x.k_stride_b) + hk * x.k_stride_h + row * x.k_stride_s + dd)];
+    };
+    auto plain_v = [&](int b, int hk, int j, int dd) {
+        ckt_fmha_fwd_args &x = r.plain;
+        const int64_t row = c.group ? r.start_k_plain[b] + j : j;
+        return r.vp[(size_t)((c.group ? 0 : b * x.v_stride_b) + hk * x.v_stride_h + row * x.v_stride_s + dd)];
+    };
+    if (c.kv == kContiguous) {
+        // [cache_batch][cap][hk][d], capacity past the longest entry
+        const int cap = a.seqlen_k + 5;
+        p.k_stride_s = (int64_t)c.hk * c.d, p.k_stride_h = c.d, p.k_stride_b = cap * p.k_stride_s;
+        p.v_stride_s = (int64_t)c.hk * c.dv, p.v_stride_h = c.dv, p.v_stride_b = cap * p.v_stride_s;
+        ASSERT_FALSE(c.group) << "contiguous caches are batch mode here";
+        p.seqlen_k_ptr = r.len_k.data();
+        r.kc.assign((size_t)cache_batch * p.k_stride_b, 0x3c00);
+        r.vc.assign((size_t)cache_batch * p.v_stride_b, 0x3c00);
+        for (int b = 0; b < c.batch; b++) {
+            const int cb = c.cbi ? r.cbi[b] : b;
+            for (int hk = 0; hk < c.hk; hk++)
+                for (int j = 0; j < at(c.sk, b); j++) {
+                    for (int dd = 0; dd < c.d; dd++)
+                        r.kc[(size_t)(cb * p.k_stride_b + hk * p.k_stride_h + j * p.k_stride_s + dd)] = plain_k(b, hk, j, dd);
+                    for (int dd = 0; dd < c.dv; dd++)
+                        r.vc[(size_t)(cb * p.v_stride_b + hk * p.v_stride_h + j * p.v_stride_s + dd)] = plain_v(b, hk, j, dd);
+                }
+        }
+    } else {
+        // a pool with every used page somewhere random and 3 spare pages
+        const int ps = c.page_size;
+        std::vector<int> npages(c.batch);
+        int total = 0;
+        for (int b = 0; b < c.batch; b++)
+            total += npages[b] = (at(c.sk, b) + ps - 1) / ps;
+        const int num_pages = total + 3;
+        std::vector<int32_t> ids(num_pages);
+        std::iota(ids.begin(), ids.end(), 0);
+        std::shuffle(ids.begin(), ids.end(), rng);
+        p.page_size = ps;
+        p.num_pages = num_pages;
+        if (c.page_major) { // [page][pos][hk][d]
+            p.k_stride_h = c.d, p.k_stride_s = (int64_t)c.hk * c.d, p.k_stride_b = ps * p.k_stride_s;
+            p.v_stride_h = c.dv, p.v_stride_s = (int64_t)c.hk * c.dv, p.v_stride_b = ps * p.v_stride_s;
+        } else { // [page][hk][pos][d]
+            p.k_stride_s = c.d, p.k_stride_h = (int64_t)ps * c.d, p.k_stride_b = c.hk * p.k_stride_h;
+            p.v_stride_s = c.dv, p.v_stride_h = (int64_t)ps * c.dv, p.v_stride_b = c.hk * p.v_stride_h;
+        }
+        r.kc.assign((size_t)num_pages * p.k_stride_b, 0x3c00); // spare pages hold 1.0: a wrong page shows
+        r.vc.assign((size_t)num_pages * p.v_stride_b, 0x3c00);
+        int next = 0;
+        int max_pages = 0;
+        for (int b = 0; b < c.batch; b++)
+            max_pages = std::max(max_pages, npages[b]);
+        max_pages += 1; // unused table slots hold -1
+        if (c.kv == kVllm) {
+            r.table.assign((size_t)cache_batch * max_pages, -1);
+            p.block_table = r.table.data();
+            p.max_pages_per_seq = max_pages;
+            p.seqlen_k_ptr = r.len_k.data();
+        } else {
+            r.indptr.assign(1, 0);
+            p.kv_indptr = r.indptr.data();
+        }
+        for (int b = 0; b < c.batch; b++) {
+            const int cb = c.cbi ? r.cbi[b] : b;
+            for (int pg = 0; pg < npages[b]; pg++) {
+                const int32_t id = ids[next++];
+                if (c.kv == kVllm)
+                    r.table[(size_t)cb * max_pages + pg] = id;
+                else
+                    r.indices.push_back(id);
+                for (int pos = 0; pos < ps && pg * ps + pos < at(c.sk, b); pos++)
+                    for (int hk = 0; hk < c.hk; hk++) {
+                        const int j = pg * ps + pos;
+                        for (int dd = 0; dd < c.d; dd++)
+                            r.kc[(size_t)(id * p.k_stride_b + hk * p.k_stride_h + pos * p.k_stride_s + dd)] = plain_k(b, hk, j, dd);
+                        for (int dd = 0; dd < c.dv; dd++)
+                            r.vc[(size_t)(id * p.v_stride_b + hk * p.v_stride_h + pos * p.v_stride_s + dd)] = plain_v(b, hk, j, dd);
+                    }
+            }
+            if (c.kv == kSglang) {
+                r.indptr.push_back((int32_t)r.indices.size());
+                r.last.push_back(npages[b] ? at(c.sk, b) - (npages[b] - 1) * ps : 0);
+            }
+        }
+        if (c.kv == kSglang) {
+            r.indices.push_back(0); // never empty
+            p.kv_indptr = r.indptr.data();
+            p.kv_indices = r.indices.data();
+            p.kv_last_page_len = r.last.data();
+        }
+    }
+    p.k = r.kc.data();
+    p.v = r.vc.data();
+    p.num_splits = c.splits < 0 ? 0 : c.splits;
+
+    // device copies
+    ckt_fmha_fwd_args &d = r.dev;
+    d = p;
+    auto dev32 = [&](const std::vector<int32_t> &v) {
+        return v.empty() ? nullptr : (const int32_t *)r.bufs.dev(v.data(), v.size() * 4);
+    };
+    d.q = r.bufs.dev(r.q.data(), r.q.size() * 2);
+    d.k = r.bufs.dev(r.kc.data(), r.kc.size() * 2);
+    d.v = r.bufs.dev(r.vc.data(), r.vc.size() * 2);
+    d.o = r.bufs.dev(r.o.data(), r.o.size() * 2);
+    d.lse = (float *)r.bufs.dev(r.lse.data(), r.lse.size() * 4);
+    d.seqstart_q = c.group ? dev32(r.start_q) : nullptr;
+    d.seqlen_k_ptr = p.seqlen_k_ptr ? dev32(r.len_k) : nullptr;
+    d.cache_batch_idx = p.cache_batch_idx ? dev32(r.cbi) : nullptr;
+    d.block_table = p.block_table ? dev32(r.table) : nullptr;
+    d.kv_indptr = p.kv_indptr ? dev32(r.indptr) : nullptr;
+    d.kv_indices = p.kv_indices ? dev32(r.indices) : nullptr;
+    d.kv_last_page_len = p.kv_last_page_len ? dev32(r.last) : nullptr;
+    if (c.splits >= 0) {
+        r.ws_bytes = ckt_fmha_fwd_workspace_bytes(&d);
+        d.workspace = r.bufs.dev(nullptr, r.ws_bytes ? r.ws_bytes : 16);
+        d.workspace_bytes = r.ws_bytes;
+    }
+}
+
+ckt_status run_kv(KvRun &r)
+{
+    ckt_status s = ckt_fmha_fwd(&r.dev, nullptr);
+    if (s != CKT_SUCCESS)
+        return s;
+    EXPECT_EQ(ckt_rt_device_synchronize(), CKT_SUCCESS) << ckt_last_error();
+    EXPECT_EQ(ckt_rt_memcpy(r.o.data(), r.dev.o, r.o.size() * 2, CKT_D2H), CKT_SUCCESS);
+    EXPECT_EQ(ckt_rt_memcpy(r.lse.data(), r.dev.lse, r.lse.size() * 4, CKT_D2H), CKT_SUCCESS);
+    return CKT_SUCCESS;
+}
+
+void check_against_reference(const Case &c, KvRun &r)
+{
+    std::vector<float> o_ref(r.o.size(), 0.0f), lse_ref(r.lse.size(), 0.0f);
+    ASSERT_EQ(ckt_ref_fmha_fwd(&r.plain, o_ref.data(), lse_ref.data()), CKT_SUCCESS) << ckt_last_error();
+    // the reference through the cache's layout reads the same keys
+    std::vector<float> o_ref2(r.o.size(), 0.0f), lse_ref2(r.lse.size(), 0.0f);
+    ASSERT_EQ(ckt_ref_fmha_fwd(&r.paged, o_ref2.data(), lse_ref2.data()), CKT_SUCCESS) << ckt_last_error();
+    EXPECT_TRUE(o_ref == o_ref2) << "the reference reads the cache differently from the plain keys";
+    const double tol = c.dt == CKT_BF16 ? 1e-2 : 1e-3;
+    ckt_compare_result ro, rl;
+    ckt_status s = ckt_ref_fmha_compare(&ro, &rl, &r.plain, r.o.data(), r.lse.data(), o_ref.data(), lse_ref.data(),
+                                        tol, tol);
+    if (s != CKT_SUCCESS) {
+        ckt_compare_print(stderr, "O", &ro);
+        ckt_compare_print(stderr, "LSE", &rl);
+    }
+    EXPECT_EQ(s, CKT_SUCCESS) << ckt_last_error();
+}
+
+class KvCache : public ::testing::TestWithParam<Case> {};
+
+TEST_P(KvCache, MatchesReference)
+{
+    const Case &c = GetParam();
+    KvRun r;
+    build(c, r);
+    ASSERT_FALSE(HasFatalFailure());
+    ASSERT_EQ(run_kv(r), CKT_SUCCESS) << ckt_last_error();
+    check_against_reference(c, r);
+    if (c.splits > 1) {
+        EXPECT_GT(r.ws_bytes, 0u) << "a split call needs a workspace";
+    }
+}
+
+std::vector<Case> cases()
+{
+    std::vector<Case> v;
+    auto add = [&](Case c) {
+        c.name = case_name(c);
+        v.push_back(c);
+    };
+    // split-KV over a contiguous cache: counts, masks, decode widths
+    for (int splits : {1, 2, 3, 5, 0, -1})
+        for (ckt_fmha_mask m : {CKT_MASK_NONE, CKT_MASK_CAUSAL_BOTTOM_RIGHT}) {
+            Case c;
+            c.splits = splits;
+            c.mask = m;
+            add(c);
+        }
+    {
+        Case c; // speculative decode: 4 queries, GQA 8/1, split
+        c.sq = {4};
+        c.h = 8;
+        c.hk = 1;
+        c.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT;
+        c.splits = 3;
+        c.dt = CKT_F16;
+        add(c);
+        c.sq = {16};
+        c.splits = 0;
+        c.cbi = 1;
+        add(c);
+        c.sq = {70}; // prefill-sized: several query tiles, split
+        c.sk = {260, 100};
+        c.splits = 2;
+        c.mask = CKT_MASK_WINDOW_BOTTOM_RIGHT;
+        c.wl = 50;
+        c.wr = 3;
+        c.softcap = 20.0f;
+        add(c);
+    }
+    {
+        Case c; // head dims 128 and 256, split
+        c.d = c.dv = 128;
+        c.splits = 4;
+        c.sk = {200, 0};
+        add(c);
+        c.d = c.dv = 256;
+        c.dt = CKT_F16;
+        c.sk = {90, 33};
+        c.splits = 2;
+        add(c);
+    }
+    // paged, vLLM tables: page sizes, layouts, with and without splits
+    for (int ps : {1, 3, 16, 48, 64, 128, 256}) {
+        Case c;
+        c.kv = kVllm;
+        c.page_size = ps;
+        c.sq = {5};
+        c.sk = {200, 33};
+        c.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT;
+        c.splits = ps == 16 || ps == 48 ? 3 : 1;
+        c.page_major = ps != 64;
+        c.cbi = ps == 3;
+        add(c);
+    }
+    // paged, sglang tables
+    for (int ps : {1, 16, 100}) {
+        Case c;
+        c.kv = kSglang;
+        c.page_size = ps;
+        c.sq = {3};
+        c.sk = {150, 1, 64};
+        c.batch = 3;
+        c.splits = ps == 16 ? 2 : 1;
+        c.dt = CKT_F16;
+        add(c);
+    }
+    // batch prefill: group-mode queries over a paged cache, causal bottom-right
+    for (KvStyle st : {kVllm, kSglang}) {
+        Case c;
+        c.kv = st;
+        c.group = 1;
+        c.batch = 3;
+        c.sq = {37, 0, 64};
+        c.sk = {150, 20, 64};
+        c.page_size = st == kVllm ? 16 : 48;
+        c.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT;
+        c.h = 4;
+        c.hk = 1;
+        add(c);
+        c.splits = 2;
+        c.d = c.dv = 128;
+        add(c);
+    }
+    return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Matrix, KvCache, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<Case> &i) { return i.param.name; });
+
+// Split-KV's result: the same bytes run to run, whatever the block order or
+// thread count; and within fp32 rounding of the unsplit forward.
+TEST(KvCacheSplit, SameBytesUnderOtherSchedulesAndCloseToUnsplit)
+{
+    Case c;
+    c.kv = kVllm;
+    c.page_size = 16;
+    c.sq = {7};
+    c.sk = {333, 150};
+    c.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT;
+    c.splits = 5;
+    c.name = case_name(c);
+    struct Sched {
+        int schedule;
+        uint64_t seed;
+        const char *threads;
+    };
+#if defined(CKT_BACKEND_CPU)
+    const Sched scheds[] = {{0, 0, "1"}, {1, 0, "3"}, {2, 7, "2"}};
+#else
+    const Sched scheds[] = {{0, 0, ""}, {0, 0, ""}, {0, 0, ""}};
+#endif
+    std::vector<uint16_t> first_o;
+    std::vector<float> first_lse;
+    int k = 0;
+    for (const Sched &s : scheds) {
+#if defined(CKT_BACKEND_CPU)
+        setenv("CKT_EMU_THREADS", s.threads, 1);
+        ckt_emu_set_schedule(s.schedule, s.seed);
+#else
+        (void)s;
+#endif
+        KvRun r;
+        build(c, r);
+        ASSERT_FALSE(HasFatalFailure());
+        ASSERT_EQ(run_kv(r), CKT_SUCCESS) << ckt_last_error();
+        if (k++ == 0) {
+            first_o = r.o;
+            first_lse = r.lse;
+        } else {
+            EXPECT_TRUE(first_o == r.o) << "O differs under schedule " << k;
+            EXPECT_EQ(memcmp(first_lse.data(), r.lse.data(), r.lse.size() * 4), 0) << "LSE differs under schedule " << k;
+        }
+    }
+#if defined(CKT_BACKEND_CPU)
+    ckt_emu_set_schedule(-1, 0);
+    unsetenv("CKT_EMU_THREADS");
+#endif
+    Case u = c;
+    u.splits = 1;
+    u.name = c.name; // same data
+    KvRun r;
+    build(u, r);
+    ASSERT_FALSE(HasFatalFailure());
+    ASSERT_EQ(run_kv(r), CKT_SUCCESS) << ckt_last_error();
+    int o_diff = 0;
+    for (size_t i = 0; i < r.o.size(); i++) {
+        const float x = ckt_load_f32(r.o.data(), c.dt, i), y = ckt_load_f32(first_o.data(), c.dt, i);
+        o_diff += std::fabs(x - y) > 1e-2f * (1.0f + std::fabs(y)); // one bf16 rounding step
+    }
+    EXPECT_EQ(o_diff, 0) << "split and unsplit O differ beyond rounding";
+    for (size_t i = 0; i < r.lse.size(); i++)
+        EXPECT_NEAR(r.lse[i], first_lse[i], 1e-5 * (1.0 + std::fabs(first_lse[i]))) << "LSE row " << i;
+}
+
+// The automatic count: 1 when the grid fills the device, more for a decode
+// grid, never more than the key tiles, and it beats neither nothing nor the
+// maximum by construction (measured in bench/, docs/fmha_inference.md).
+TEST(KvCacheSplit, Heuristic)
+{
+    EXPECT_EQ(ckt_fmha_splitkv_heuristic(10000, 264, 64, 128), 1);  // prefill: full grid
+    EXPECT_EQ(ckt_fmha_splitkv_heuristic(32, 264, 1, 128), 1);      // one key tile
+    const int s = ckt_fmha_splitkv_heuristic(32, 264, 1024, 128); // decode b1 h32, 64k keys
+    EXPECT_GT(s, 1);
+    EXPECT_LE(s, 128);
+    EXPECT_GE((double)(32 * s) / 264, 0.85 * 0.85) << s; // fills most of a wave
+    EXPECT_LE(ckt_fmha_splitkv_heuristic(8, 264, 3, 128), 3);
+    int first, count;
+    ckt_fmha_split_range(10, 4, 3, &first, &count);
+    EXPECT_EQ(first, 9);
+    EXPECT_EQ(count, 1);
+    ckt_fmha_split_range(2, 4, 3, &first, &count);
+    EXPECT_EQ(count, 0);
+    EXPECT_EQ(ckt_fmha_splitkv_workspace_bytes(1, 2, 4, 8, 64), 0u);
+    EXPECT_EQ(ckt_fmha_splitkv_workspace_bytes(3, 2, 4, 8, 64), (size_t)3 * 2 * 4 * 8 * 4 * (64 + 1));
+}
+
+// A pool past 4 GB (K and V pages interleaved in one allocation) with the
+// used pages at both ends. The emulator's "device" memory is host memory: the
+// pool comes from calloc, whose untouched pages stay unbacked (sparse).
+TEST(KvCachePaged, PoolPast4GB)
+{
+#if defined(CKT_ASAN_BUILD)
+    GTEST_SKIP() << "ASan shadows the whole allocation";
+#endif
+    const int ps = 16, hk = 1, h = 2, d = 64, batch = 2;
+    const int64_t page_elems = (int64_t)2 * ps * hk * d; // K then V of one page
+    const int64_t num_pages64 = ((int64_t)9 << 29) / (page_elems * 2) + 7; // 4.5 GiB
+    ASSERT_LT(num_pages64, (int64_t)INT32_MAX);
+    const int num_pages = (int)num_pages64;
+    const size_t bytes = (size_t)num_pages64 * page_elems * 2;
+    ASSERT_GT(bytes, (size_t)4 << 30);
+#if defined(CKT_BACKEND_CPU)
+    uint16_t *pool = (uint16_t *)calloc(1, bytes);
+    ASSERT_NE(pool, nullptr) << "no 4.5 GiB of address space";
+#else
+    void *pv = nullptr;
+    ASSERT_EQ(ckt_rt_malloc(&pv, bytes), CKT_SUCCESS) << ckt_last_error();
+    uint16_t *pool = (uint16_t *)pv;
+#endif
+    const std::vector<int> sk = {40, 33};
+    // entry 0: the first and the last pages; entry 1: next-to-last, second, third-to-last
+    const std::vector<std::vector<int32_t>> ids = {{0, num_pages - 1, 1}, {num_pages - 2, 2, num_pages - 3}};
+    std::vector<uint16_t> q((size_t)batch * h * d), kp((size_t)batch * 48 * d), vp((size_t)batch * 48 * d);
+    ASSERT_EQ(ckt_fill(q.data(), CKT_BF16, q.size(), ckt_init_uniform(-1, 1), 11), CKT_SUCCESS);
+    ASSERT_EQ(ckt_fill(kp.data(), CKT_BF16, kp.size(), ckt_init_uniform(-1, 1), 12), CKT_SUCCESS);
+    ASSERT_EQ(ckt_fill(vp.data(), CKT_BF16, vp.size(), ckt_init_uniform(-1, 1), 13), CKT_SUCCESS);
+    std::vector<int32_t> table((size_t)batch * 3), lens(sk.begin(), sk.end());
+    std::vector<uint16_t> page((size_t)page_elems);
+    for (int b = 0; b < batch; b++)
+        for (int pg = 0; pg < 3; pg++) {
+            table[(size_t)b * 3 + pg] = ids[b][pg];
+            std::fill(page.begin(), page.end(), 0);
+            for (int pos = 0; pos < ps && pg * ps + pos < sk[b]; pos++)
+                for (int dd = 0; dd < d; dd++) {
+                    page[(size_t)pos * d + dd] = kp[((size_t)b * 48 + pg * ps + pos) * d + dd];
+                    page[(size_t)(ps + pos) * d + dd] = vp[((size_t)b * 48 + pg * ps + pos) * d + dd];
+                }
+            ASSERT_EQ(ckt_rt_memcpy(pool + (int64_t)ids[b][pg] * page_elems, page.data(), page.size() * 2, CKT_H2D),
+                      CKT_SUCCESS);
+        }
+    FmhaDeviceBuffers bufs;
+    ckt_fmha_fwd_args a = CKT_ZERO_INIT;
+    a.dtype = CKT_BF16;
+    a.batch = batch, a.nhead_q = h, a.nhead_k = hk, a.hdim_q = a.hdim_v = d;
+    a.seqlen_q = 1, a.seqlen_k = 48;
+    a.q_stride_s = h * d, a.q_stride_h = d, a.q_stride_b = h * d;
+    a.o_stride_s = h * d, a.o_stride_h = d, a.o_stride_b = h * d;
+    a.q = bufs.dev(q.data(), q.size() * 2);
+    std::vector<uint16_t> o(q.size(), 0);
+    a.o = bufs.dev(nullptr, o.size() * 2);
+    a.page_size = ps, a.num_pages = num_pages;
+    a.k = pool, a.v = pool + ps * hk * d;
+    a.k_stride_b = a.v_stride_b = page_elems, a.k_stride_s = a.v_stride_s = d, a.k_stride_h = a.v_stride_h = ps * d;
+    a.block_table = (const int32_t *)bufs.dev(table.data(), table.size() * 4);
+    a.max_pages_per_seq = 3;
+    a.seqlen_k_ptr = (const int32_t *)bufs.dev(lens.data(), lens.size() * 4);
+    ASSERT_EQ(ckt_fmha_fwd(&a, nullptr), CKT_SUCCESS) << ckt_last_error();
+    ASSERT_EQ(ckt_rt_device_synchronize(), CKT_SUCCESS);
+    ASSERT_EQ(ckt_rt_memcpy(o.data(), a.o, o.size() * 2, CKT_D2H), CKT_SUCCESS);
+    // reference on the plain keys [b][48][1][d]
+    ckt_fmha_fwd_args p = a;
+    p.page_size = 0, p.num_pages = 0, p.block_table = nullptr, p.max_pages_per_seq = 0;
+    p.q = q.data(), p.k = kp.data(), p.v = vp.data(), p.seqlen_k_ptr = lens.data();
+    p.k_stride_s = p.v_stride_s = d, p.k_stride_h = p.v_stride_h = d, p.k_stride_b = p.v_stride_b = 48 * d;
+    std::vector<float> o_ref(o.size(), 0.0f);
+    ASSERT_EQ(ckt_ref_fmha_fwd(&p, o_ref.data(), nullptr), CKT_SUCCESS) << ckt_last_error();
+    ckt_compare_result ro, rl;
+    EXPECT_EQ(ckt_ref_fmha_compare(&ro, &rl, &p, o.data(), nullptr, o_ref.data(), nullptr, 1e-2, 1e-2), CKT_SUCCESS);
+#if defined(CKT_BACKEND_CPU)
+    free(pool);
+#else
+    ckt_rt_free(pool);
+#endif
+}
+
+// Bad arguments: a status naming the argument, nothing launched.
+TEST(KvCacheValidate, Errors)
+{
+    Case c;
+    c.kv = kVllm;
+    c.page_size = 16;
+    c.sq = {2};
+    c.sk = {40, 20};
+    c.name = case_name(c);
+    auto expect_fail = [&](const char *what, std::function<void(KvRun &)> edit, const char *needle) {
+        KvRun r;
+        build(c, r);
+        ASSERT_FALSE(HasFatalFailure());
+        edit(r);
+        EXPECT_NE(ckt_fmha_fwd(&r.dev, nullptr), CKT_SUCCESS) << what;
+        EXPECT_NE(strstr(ckt_last_error(), needle), nullptr) << what << ": " << ckt_last_error();
+    };
+    expect_fail("no table", [](KvRun &r) { r.dev.block_table = nullptr; }, "block_table");
+    expect_fail("negative page size", [](KvRun &r) { r.dev.page_size = -2; }, "page_size");
+    expect_fail("no pool size", [](KvRun &r) { r.dev.num_pages = 0; }, "num_pages");
+    expect_fail("no table row length", [](KvRun &r) { r.dev.max_pages_per_seq = 0; }, "max_pages_per_seq");
+    expect_fail("both styles", [](KvRun &r) { r.dev.kv_indptr = r.dev.block_table; }, "block_table");
+    expect_fail("too many splits", [](KvRun &r) { r.dev.num_splits = 1000; }, "num_splits");
+    expect_fail("split without workspace", [](KvRun &r) { r.dev.num_splits = 2; r.dev.workspace = nullptr; }, "workspace");
+    expect_fail("small workspace", [](KvRun &r) { r.dev.num_splits = 2; r.dev.workspace_bytes = 8; }, "workspace_bytes");
+    expect_fail("table without paging", [](KvRun &r) { r.dev.page_size = 0; }, "block_table");
+#if defined(CKT_BACKEND_CPU) // the tables are readable on the host
+    expect_fail("bad page id", [](KvRun &r) { ((int32_t *)r.dev.block_table)[1] = 1 << 20; }, "block_table: [0][1]");
+    expect_fail("too long", [](KvRun &r) { ((int32_t *)r.dev.seqlen_k_ptr)[0] = 41; }, "seqlen_k_ptr");
+    expect_fail("bad cache row", [](KvRun &r) {
+        static int32_t cbi[2] = {0, 5};
+        r.dev.cache_batch_idx = (const int32_t *)r.bufs.dev(cbi, sizeof cbi);
+    }, "cache_batch_idx");
+#endif
+}
+
+} // namespace
