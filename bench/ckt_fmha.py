@@ -59,6 +59,13 @@ class FwdArgs(ctypes.Structure):
         ("softcap", _f32),
         ("mask", _i32),  # enum
         ("window_left", _i32), ("window_right", _i32),
+        # inference: KV cache (paged or not) and split-KV
+        ("cache_batch_idx", _ptr), ("cache_batch", _i32),
+        ("page_size", _i32), ("num_pages", _i32),
+        ("block_table", _ptr), ("max_pages_per_seq", _i32),
+        ("kv_indptr", _ptr), ("kv_indices", _ptr), ("kv_last_page_len", _ptr),
+        ("num_splits", _i32),
+        ("workspace", _ptr), ("workspace_bytes", ctypes.c_size_t),
     ]
 
 
@@ -125,6 +132,10 @@ class Lib:
         L.ckt_fmha_status_string.restype = ctypes.c_char_p
         L.ckt_fmha_fwd_args_offset.argtypes = [ctypes.c_char_p]
         L.ckt_fmha_fwd_args_offset.restype = ctypes.c_size_t
+        L.ckt_fmha_fwd_workspace_bytes.argtypes = [ctypes.POINTER(FwdArgs)]
+        L.ckt_fmha_fwd_workspace_bytes.restype = ctypes.c_size_t
+        L.ckt_fmha_fwd_num_splits.argtypes = [ctypes.POINTER(FwdArgs)]
+        L.ckt_fmha_fwd_num_splits.restype = _i32
         L.ckt_fmha_fwd_select.argtypes = [ctypes.POINTER(FwdArgs)]
         L.ckt_fmha_fwd_select.restype = ctypes.POINTER(ctypes.c_char_p)  # first field: const char *name
         # the backward: optional, so that a library without it still serves the forward

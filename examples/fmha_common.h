@@ -278,6 +278,166 @@ static inline void fmha_problem_device_arrays(const fmha_problem *p, const int32
         *seqlen_k = (const int32_t *)fmha_device_copy(p->sk, lb);
 }
 
+/* >>KV cache: the contiguous K / V of a host view re-laid as the forward's
+ * cache (options -page_block_size, -page_pool_gb, -cache_batch_idx,
+ * -num_splits of fmha_fwd and fmha_batch_prefill).
+ *
+ * page_size > 0: pools [page][page_size][h_k][d] of at least pool_gb GB
+ * each (and at least the pages used plus 3), entry b's pages taken
+ * alternately from the pool's start and its end (so that a big pool puts
+ * pages at both ends: 64-bit addressing), its block-table row cbi[b] (cbi
+ * NULL: b) of a table of cache_batch rows; or sglang tables (sglang = 1:
+ * kv_indptr / kv_indices / kv_last_page_len, no cbi). page_size 0 with cbi:
+ * a contiguous cache of cache_batch entries [cb][s][h_k][d] (batch mode).
+ * On the CPU backend the pools come from calloc: pages never used stay
+ * untouched (sparse). dev's k / v, strides and cache fields are set; the
+ * key lengths go in as seqlen_k_ptr (vLLM, contiguous) and seqstart_k is
+ * cleared when paged. */
+typedef struct fmha_cache {
+    void *k, *v;
+    int sparse; /* the pools are calloc's (free()), else ckt_rt_malloc's */
+    size_t k_bytes;
+    int32_t *dev_arrays[5]; /* table / indptr, indices, last, lengths, cbi */
+} fmha_cache;
+
+static inline void *fmha_pool_alloc(size_t bytes, int *sparse)
+{
+    void *p = NULL;
+#if defined(CKT_BACKEND_CPU)
+    p = calloc(1, bytes); /* untouched pages stay unbacked */
+    *sparse = 1;
+    if (!p) {
+        fprintf(stderr, "error: no %zu bytes of address space for the pool\n", bytes);
+        exit(2);
+    }
+#else
+    *sparse = 0;
+    CHECK(ckt_rt_malloc(&p, bytes));
+#endif
+    return p;
+}
+
+static inline void fmha_cache_make(fmha_cache *c, ckt_fmha_fwd_args *dev, const ckt_fmha_fwd_args *h, int page_size,
+                                   double pool_gb, const int32_t *cbi, int cache_batch, int sglang)
+{
+    const int B = h->batch, hk = h->nhead_k, dq = h->hdim_q, dv = h->hdim_v;
+    const size_t es = ckt_dtype_size(h->dtype);
+    int32_t *len = (int32_t *)fmha_host_alloc((size_t)B, 4);
+    int max_sk = 0, total_pages = 0, max_pages = 1;
+    for (int b = 0; b < B; b++) {
+        len[b] = ckt_fmha_fwd_entry(h, b).sk;
+        max_sk = len[b] > max_sk ? len[b] : max_sk;
+        if (page_size > 0) {
+            const int n = (len[b] + page_size - 1) / page_size;
+            total_pages += n;
+            max_pages = n > max_pages ? n : max_pages;
+        }
+    }
+    memset(c, 0, sizeof *c);
+    dev->cache_batch_idx = NULL;
+    dev->cache_batch = cbi ? cache_batch : 0;
+    const int rows = page_size > 0 ? page_size : max_sk; /* rows of a page / a cache entry */
+    const int64_t ks = (int64_t)hk * dq, vs = (int64_t)hk * dv; /* [.][row][hk][d] */
+    int64_t nunits = page_size > 0 ? total_pages + 3 : (cbi ? cache_batch : B);
+    if (page_size > 0 && pool_gb > 0) {
+        const int64_t want = (int64_t)(pool_gb * 1073741824.0 / ((double)rows * ks * es)) + 1;
+        nunits = want > nunits ? want : nunits;
+        if (nunits > INT32_MAX) {
+            fprintf(stderr, "error: -page_pool_gb=%g needs more than 2^31 pages\n", pool_gb);
+            exit(2);
+        }
+    }
+    c->k_bytes = (size_t)nunits * rows * ks * es;
+    c->k = fmha_pool_alloc(c->k_bytes, &c->sparse);
+    c->v = fmha_pool_alloc((size_t)nunits * rows * vs * es, &c->sparse);
+    /* the units (pages or cache entries) of entry b, and the tables */
+    int32_t *table = (int32_t *)fmha_host_alloc((size_t)(cbi ? cache_batch : B) * max_pages + total_pages + 1, 4);
+    int32_t *indptr = (int32_t *)fmha_host_alloc((size_t)B + 1, 4), *last = (int32_t *)fmha_host_alloc((size_t)B, 4);
+    void *kbuf = fmha_host_alloc((size_t)rows * ks, es), *vbuf = fmha_host_alloc((size_t)rows * vs, es);
+    int next = 0;
+    for (int b = 0; b < B; b++) {
+        const ckt_fmha_seq e = ckt_fmha_fwd_entry(h, b);
+        const int cb = cbi ? cbi[b] : b;
+        const int n = page_size > 0 ? (len[b] + page_size - 1) / page_size : 1;
+        indptr[b + 1] = indptr[b] + (page_size > 0 ? n : 0);
+        last[b] = page_size > 0 && n > 0 ? len[b] - (n - 1) * page_size : 0;
+        for (int u = 0; u < n; u++) {
+            int64_t id = cb;
+            if (page_size > 0) { /* alternately from the start and the end of the pool */
+                id = next % 2 == 0 ? next / 2 : nunits - 1 - next / 2;
+                next++;
+                if (sglang)
+                    table[indptr[b] + u] = (int32_t)id;
+                else
+                    table[(int64_t)cb * max_pages + u] = (int32_t)id;
+            }
+            memset(kbuf, 0, (size_t)rows * ks * es);
+            memset(vbuf, 0, (size_t)rows * vs * es);
+            for (int r = 0; r < rows && (int64_t)u * rows + r < len[b]; r++)
+                for (int g = 0; g < hk; g++) {
+                    const int64_t j = e.k_start + (int64_t)u * rows + r;
+                    memcpy((char *)kbuf + (r * ks + (int64_t)g * dq) * es,
+                           (const char *)h->k + ckt_fmha_row_offset(h->group_mode, b, g, j, h->k_stride_b, h->k_stride_h, h->k_stride_s) * es,
+                           (size_t)dq * es);
+                    memcpy((char *)vbuf + (r * vs + (int64_t)g * dv) * es,
+                           (const char *)h->v + ckt_fmha_row_offset(h->group_mode, b, g, j, h->v_stride_b, h->v_stride_h, h->v_stride_s) * es,
+                           (size_t)dv * es);
+                }
+            CHECK(ckt_rt_memcpy((char *)c->k + id * rows * ks * (int64_t)es, kbuf, (size_t)rows * ks * es, CKT_H2D));
+            CHECK(ckt_rt_memcpy((char *)c->v + id * rows * vs * (int64_t)es, vbuf, (size_t)rows * vs * es, CKT_H2D));
+        }
+    }
+    dev->k = c->k;
+    dev->v = c->v;
+    dev->k_stride_s = ks, dev->k_stride_h = dq, dev->k_stride_b = rows * ks;
+    dev->v_stride_s = vs, dev->v_stride_h = dv, dev->v_stride_b = rows * vs;
+    dev->seqstart_k = NULL;
+    dev->seqlen_k_ptr = NULL;
+    if (page_size > 0) {
+        dev->page_size = page_size;
+        dev->num_pages = (int)nunits;
+        if (sglang) {
+            c->dev_arrays[0] = (int32_t *)fmha_device_copy(indptr, (size_t)(B + 1) * 4);
+            c->dev_arrays[1] = (int32_t *)fmha_device_copy(table, (size_t)(indptr[B] + 1) * 4);
+            c->dev_arrays[2] = (int32_t *)fmha_device_copy(last, (size_t)B * 4);
+            dev->kv_indptr = c->dev_arrays[0];
+            dev->kv_indices = c->dev_arrays[1];
+            dev->kv_last_page_len = c->dev_arrays[2];
+        } else {
+            c->dev_arrays[0] = (int32_t *)fmha_device_copy(table, (size_t)(cbi ? cache_batch : B) * max_pages * 4);
+            dev->block_table = c->dev_arrays[0];
+            dev->max_pages_per_seq = max_pages;
+        }
+    }
+    if (!sglang) {
+        c->dev_arrays[3] = (int32_t *)fmha_device_copy(len, (size_t)B * 4);
+        dev->seqlen_k_ptr = c->dev_arrays[3];
+    }
+    if (cbi) {
+        c->dev_arrays[4] = (int32_t *)fmha_device_copy(cbi, (size_t)B * 4);
+        dev->cache_batch_idx = c->dev_arrays[4];
+    }
+    free(len);
+    free(table);
+    free(indptr);
+    free(last);
+    free(kbuf);
+    free(vbuf);
+}
+
+static inline void fmha_cache_free(fmha_cache *c)
+{
+    if (c->sparse) {
+        free(c->k);
+        free(c->v);
+    } else {
+        ckt_rt_free(c->k);
+        ckt_rt_free(c->v);
+    }
+    for (int i = 0; i < 5; i++)
+        ckt_rt_free(c->dev_arrays[i]);
+}
+
 /* The scale the kernels use: -scale / -scale_s, or 1/sqrt(d) when 0. */
 static inline double fmha_scale(const ckt_fmha_fwd_args *a)
 {

@@ -20,12 +20,25 @@ run -mask=b:-1,3 -d=80 -d_v=40 -scale_s=0.2 -logits_soft_cap=5
 run -mode=1 -b=3 -s=100,1,57 -s_k=130,0,57 -mask=b:16,0 -lse=1
 run -mode=1 -b=4 -s=10,0,33 -s_qpad=40 -s_kpad=50 -lse=1 -mask=2 -init=ui
 run -s=1 -s_k=0 -lse=1 -init=nf
+# the KV cache: split-KV, pages (vLLM and sglang tables), cache_batch_idx, a sparse pool past 4 GB
+run -s=1 -s_k=300 -h=8 -h_k=2 -num_splits=3 -prec=bf16 -lse=1
+run -s=4 -s_k=200 -num_splits=0 -page_block_size=16 -mask=b
+run -b=3 -s=2 -s_k=90 -page_block_size=3 -cache_batch_idx=1 -num_splits=2
+run -mode=1 -b=3 -s=5,0,9 -s_k=70,10,129 -page_block_size=48 -table=sglang -mask=b -lse=1
+run -b=2 -s=1 -s_k=100 -page_block_size=16 -page_pool_gb=5
+run -s=3 -s_k=100 -cache_batch_idx=1 -iperm=0
+out=$("$bin" -b=2 -s=1 -s_k=100 -page_block_size=16 -page_pool_gb=5 2>&1 | tail -1)
+case "$out" in
+  *'pool>4GB'*'valid:y') echo "ok: -page_pool_gb=5 -> $out" ;;
+  *) echo "FAIL: -page_pool_gb=5 printed: $out"; fail=1 ;;
+esac
 json=$("$bin" -json=1 -b=1 -s=20 2>/dev/null | tail -1)
 case "$json" in
   '{"example":"fmha_fwd"'*'"valid":true'*'"tflops":'*'}') echo "ok: -json -> $json" ;;
   *) echo "FAIL: -json printed: $json"; fail=1 ;;
 esac
-for bad in -prec=fp32 -mask=x -d=100 -mode=0\ -s=1,2 -foo=1 -s_kpad=8; do
+for bad in -prec=fp32 -mask=x -d=100 -mode=0\ -s=1,2 -foo=1 -s_kpad=8 -num_splits=-1 -table=x -table=sglang \
+           -mode=1\ -cache_batch_idx=1 -num_splits=1000; do
   "$bin" $bad >/dev/null 2>&1
   rc=$?
   if [ "$rc" != 2 ]; then echo "FAIL: fmha_fwd $bad exited $rc, want 2"; fail=1; else echo "ok: fmha_fwd $bad -> exit 2"; fi
