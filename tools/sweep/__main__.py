@@ -20,6 +20,7 @@ import argparse
 import datetime
 import os
 import platform
+import signal
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -98,6 +99,7 @@ def split_argv(argv, ap):
 
 
 def main(argv):
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `python3 tools/sweep --dry-run | head`
     ap = parser()
     try:
         mine, axes = split_argv(argv, ap)
