@@ -126,7 +126,10 @@ def run_point(index, point, binary, validate, timeout):
         row["ms"], row["tflops"], row["gbs"] = result.get("fwd_ms"), result.get("fwd_tflops"), result.get("fwd_gbs")
     else:
         row["ms"], row["tflops"], row["flops"] = result.get("ms"), result.get("tflops"), result.get("flops")
-        row["bytes"] = fmha_bytes(point.example, result, point.options)
+        try:
+            row["bytes"] = fmha_bytes(point.example, result, point.options)
+        except (KeyError, TypeError):  # a JSON line without the sizes: no GB/s
+            row["bytes"] = None
         if row["bytes"] and row["ms"]:
             row["gbs"] = row["bytes"] / (row["ms"] * 1e-3) / 1e9
     row["valid"] = result.get("valid")
