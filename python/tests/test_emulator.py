@@ -1,0 +1,425 @@
+"""The ckt package on the CPU emulator build of libckt_fmha, without torch: numpy arrays,
+__dlpack__ objects and plain ctypes buffers in host memory ("device" memory on the emulator),
+against a float64 numpy reference (ckt/fmha/args.h's formulas).
+
+    python3 python/tests/test_emulator.py -v      # ckt importable (the wheel installed, or
+                                                  # PYTHONPATH=python with $CKT_FMHA_LIB set)
+
+tests/python/wheel_test.sh runs it in a fresh venv with the wheel installed (bazel test //tests/python/...).
+"""
+import ctypes
+import math
+import os
+import sys
+import unittest
+
+import numpy as np
+
+import ckt
+from ckt import _lib
+
+RNG = np.random.default_rng(1234)
+
+
+# >>references (float64; bhsd)
+
+
+def ref_attention(q, k, v, causal=False, window=None, bottom_right=False, scale=None, softcap=0.0):
+    """O [b, h, sq, dv] and LSE [b, h, sq] of ckt/fmha/args.h; q [b, h, sq, d], k [b, hk, sk, d]."""
+    q, k, v = (np.asarray(x, np.float64) for x in (q, k, v))
+    b, h, sq, d = q.shape
+    hk, sk = k.shape[1], k.shape[2]
+    k, v = np.repeat(k, h // hk, axis=1), np.repeat(v, h // hk, axis=1)
+    scale = scale or 1.0 / math.sqrt(d)
+    s = q @ k.transpose(0, 1, 3, 2) * scale
+    if softcap:
+        s = softcap * np.tanh(s / softcap)
+    left, right = window if window is not None else (-1, -1)
+    if causal:
+        right = 0
+    off = sk - sq if bottom_right else 0
+    i, j = np.arange(sq)[:, None], np.arange(sk)[None, :]
+    rel = j - i - off
+    vis = np.ones((sq, sk), bool)
+    if left >= 0:
+        vis &= rel >= -left
+    if right >= 0:
+        vis &= rel <= right
+    s = np.where(vis, s, -np.inf)
+    m = s.max(-1, keepdims=True, initial=-np.inf)
+    m = np.where(np.isfinite(m), m, 0.0)
+    p = np.exp(s - m)
+    l = p.sum(-1, keepdims=True)
+    o = np.where(l > 0, (p @ v) / np.where(l > 0, l, 1), 0.0)
+    lse = np.where(l[..., 0] > 0, m[..., 0] + np.log(np.where(l > 0, l, 1)[..., 0]), -np.inf)
+    return o, lse
+
+
+def ref_backward(q, k, v, o, do, lse, causal=False, scale=None, bottom_right=False):
+    """dq, dk, dv of ref_attention (no soft-cap, no window), with the kernel's o and lse."""
+    q, k, v, o, do = (np.asarray(x, np.float64) for x in (q, k, v, o, do))
+    b, h, sq, d = q.shape
+    hk, sk = k.shape[1], k.shape[2]
+    g = h // hk
+    kk, vv = np.repeat(k, g, axis=1), np.repeat(v, g, axis=1)
+    scale = scale or 1.0 / math.sqrt(d)
+    s = q @ kk.transpose(0, 1, 3, 2) * scale
+    if causal:
+        off = sk - sq if bottom_right else 0
+        s = np.where(np.arange(sk)[None, :] - np.arange(sq)[:, None] - off <= 0, s, -np.inf)
+    p = np.exp(s - lse[..., None])
+    dvv = p.transpose(0, 1, 3, 2) @ do
+    dp = do @ vv.transpose(0, 1, 3, 2)
+    dd = (do * o).sum(-1, keepdims=True)
+    ds = p * (dp - dd)
+    dq = scale * ds @ kk
+    dkk = scale * ds.transpose(0, 1, 3, 2) @ q
+    fold = lambda x: x.reshape(b, hk, g, sk, -1).sum(2)
+    return dq, fold(dkk), fold(dvv)
+
+
+def rope(x, pos, cos, sin, interleaved):
+    """x [..., d] rotated at positions pos (broadcast over x[..., 0]) by the tables' first rotary_dim."""
+    x = np.array(x, np.float64)
+    r2 = cos.shape[1]
+    c, s = cos[pos].astype(np.float64), sin[pos].astype(np.float64)
+    if interleaved:
+        a, b = x[..., 0:2 * r2:2].copy(), x[..., 1:2 * r2:2].copy()
+        x[..., 0:2 * r2:2], x[..., 1:2 * r2:2] = a * c - b * s, a * s + b * c
+    else:
+        a, b = x[..., :r2].copy(), x[..., r2:2 * r2].copy()
+        x[..., :r2], x[..., r2:2 * r2] = a * c - b * s, a * s + b * c
+    return x
+
+
+# >>bf16 bits in numpy (no bfloat16 type): round to nearest even
+
+
+def to_bf16(x):
+    u = np.asarray(x, np.float32).view(np.uint32)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def from_bf16(u):
+    return (np.asarray(u, np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
+def randn(*shape, dtype=np.float16):
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+def bhsd(x):
+    return np.asarray(x).transpose(0, 2, 1, 3)
+
+
+class Close:
+    """|got - want| <= atol + rtol * |want| everywhere, else the first few mismatches."""
+
+    @staticmethod
+    def check(tc, got, want, atol, rtol, what):
+        got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+        tc.assertEqual(got.shape, want.shape, what)
+        both_inf = np.isinf(want) & (got == want)
+        bad = ~((np.abs(got - want) <= atol + rtol * np.abs(want)) | both_inf)
+        if bad.any():
+            idx = np.argwhere(bad)[:5]
+            lines = [f"  {tuple(i)}: got {got[tuple(i)]:.5f}, want {want[tuple(i)]:.5f}" for i in idx]
+            tc.fail(f"{what}: {bad.sum()} of {bad.size} mismatches (atol {atol}, rtol {rtol}):\n" + "\n".join(lines))
+
+
+# >>tests
+
+
+class Forward(unittest.TestCase):
+    def check_case(self, b, h, hk, sq, sk, d, dv=None, layout="bshd", **kw):
+        dv = dv or d
+        shape = (lambda s, hh, dd: (b, s, hh, dd)) if layout == "bshd" else (lambda s, hh, dd: (b, hh, s, dd))
+        q, k, v = randn(*shape(sq, h, d)), randn(*shape(sk, hk, d)), randn(*shape(sk, hk, dv))
+        o, lse = ckt.fmha.attention(q, k, v, layout=layout, return_lse=True, **kw)
+        self.assertIsInstance(o, np.ndarray)
+        self.assertEqual(o.shape, shape(sq, h, dv))
+        self.assertEqual(o.dtype, np.float16)
+        to = bhsd if layout == "bshd" else np.asarray
+        ro, rlse = ref_attention(to(q), to(k), to(v), **kw)
+        Close.check(self, to(o), ro, 2e-3, 1e-2, f"O {kw}")
+        Close.check(self, lse, rlse, 1e-3, 1e-3, f"LSE {kw}")
+        self.assertGreater(np.abs(ro).max(), 0.05)  # not a vacuous comparison
+
+    def test_plain(self):
+        self.check_case(2, 4, 4, 16, 24, 64)
+
+    def test_bhsd_gqa_causal(self):
+        self.check_case(1, 6, 2, 20, 33, 32, layout="bhsd", causal=True)
+
+    def test_causal_bottom_right(self):
+        self.check_case(2, 2, 1, 9, 40, 64, causal=True, bottom_right=True)
+
+    def test_window_softcap_scale(self):
+        self.check_case(1, 4, 2, 30, 30, 128, window=(5, 3), softcap=2.0, scale=0.3)
+
+    def test_padded_head_dims(self):
+        self.check_case(1, 2, 2, 8, 17, 80, dv=80, causal=True)
+
+    def test_bf16_bits(self):
+        q, k, v = (RNG.standard_normal(s).astype(np.float32) for s in ((2, 12, 4, 64), (2, 19, 2, 64), (2, 19, 2, 64)))
+        qb, kb, vb = to_bf16(q), to_bf16(k), to_bf16(v)
+        o = ckt.fmha.attention(*(ckt.as_tensor(x, dtype="bf16") for x in (qb, kb, vb)), causal=True)
+        self.assertIsInstance(o, ckt.Tensor)
+        self.assertEqual(o.dtype, "bfloat16")
+        ro, _ = ref_attention(*(bhsd(from_bf16(x)) for x in (qb, kb, vb)), causal=True)
+        Close.check(self, bhsd(from_bf16(o.numpy())), ro, 1e-2, 2e-2, "O bf16")
+
+    def test_out_given_and_strided_q(self):
+        base = randn(1, 16, 4, 2 * 64)  # q is every other 64 of a wider row: strides (.., 512, 128, 1)
+        q = base[..., :64]
+        k, v = randn(1, 16, 4, 64), randn(1, 16, 4, 64)
+        out = np.full((1, 16, 4, 64), np.nan, np.float16)
+        self.assertIs(ckt.fmha.attention(q, k, v, out=out), out)
+        ro, _ = ref_attention(bhsd(q), bhsd(k), bhsd(v))
+        Close.check(self, bhsd(out), ro, 2e-3, 1e-2, "O into out=")
+
+    def test_ctypes_buffers(self):
+        """Plain buffers: fp16 bits in ctypes arrays, the output a ckt.Tensor over a new host buffer."""
+        b, s, h, d = 1, 10, 2, 32
+        arrs = [randn(b, s, h, d) for _ in range(3)]
+        bufs = [(ctypes.c_uint16 * a.size)(*a.view(np.uint16).ravel().tolist()) for a in arrs]
+        o = ckt.fmha.attention(*(ckt.as_tensor(x, dtype="fp16", shape=(b, s, h, d)) for x in bufs), causal=True)
+        self.assertIsInstance(o, ckt.Tensor)
+        self.assertEqual((o.shape, o.dtype, o.device), ((b, s, h, d), "float16", ("cpu", 0)))
+        got = np.frombuffer((ctypes.c_uint16 * (b * s * h * d)).from_address(o.ptr), np.float16).reshape(b, s, h, d)
+        ro, _ = ref_attention(*(bhsd(a) for a in arrs), causal=True)
+        Close.check(self, bhsd(got), ro, 2e-3, 1e-2, "O from ctypes buffers")
+
+    def test_dlpack_only(self):
+        """Objects with only __dlpack__ (numpy's, behind a wrapper)."""
+
+        class DL:
+            def __init__(self, a):
+                self.a = a
+
+            def __dlpack__(self, stream=None):
+                return self.a.__dlpack__()
+
+            def __dlpack_device__(self):
+                return self.a.__dlpack_device__()
+
+        q, k, v = randn(2, 8, 2, 64), randn(2, 8, 2, 64), randn(2, 8, 2, 64)
+        t = ckt.as_tensor(DL(q))
+        self.assertEqual((t.shape, t.strides, t.dtype, t.ptr), (q.shape, (1024, 128, 64, 1), "float16",
+                                                                  q.__array_interface__["data"][0]))
+        out = np.empty_like(q)
+        ckt.fmha.attention(DL(q), DL(k), DL(v), out=DL(out))
+        ro, _ = ref_attention(bhsd(q), bhsd(k), bhsd(v))
+        Close.check(self, bhsd(out), ro, 2e-3, 1e-2, "O through DLPack")
+
+    def test_varlen(self):
+        lens_q, lens_k = [5, 0, 17, 1], [9, 4, 17, 30]
+        cu_q, cu_k = np.cumsum([0] + lens_q).astype(np.int32), np.cumsum([0] + lens_k).astype(np.int32)
+        h, hk, d = 4, 2, 64
+        q, k, v = randn(cu_q[-1], h, d), randn(cu_k[-1], hk, d), randn(cu_k[-1], hk, d)
+        o, lse = ckt.fmha.varlen(q, k, v, cu_q, cu_k, max(lens_q), max(lens_k), causal=True, return_lse=True)
+        self.assertEqual((o.shape, lse.shape), ((cu_q[-1], h, d), (h, cu_q[-1])))
+        for i in range(len(lens_q)):
+            qs, ks = slice(cu_q[i], cu_q[i + 1]), slice(cu_k[i], cu_k[i + 1])
+            ro, rlse = ref_attention(q[None, qs].transpose(0, 2, 1, 3), k[None, ks].transpose(0, 2, 1, 3),
+                                     v[None, ks].transpose(0, 2, 1, 3), causal=True, bottom_right=True)
+            Close.check(self, o[qs].transpose(1, 0, 2), ro[0], 2e-3, 1e-2, f"varlen O entry {i}")
+            Close.check(self, lse[:, qs], rlse[0], 1e-3, 1e-3, f"varlen LSE entry {i}")
+
+
+class Backward(unittest.TestCase):
+    def test_attention_backward(self):
+        for det in (False, True):
+            b, h, hk, sq, sk, d = 2, 4, 2, 24, 40, 64
+            q, k, v = randn(b, sq, h, d), randn(b, sk, hk, d), randn(b, sk, hk, d)
+            do = randn(b, sq, h, d)
+            o, lse = ckt.fmha.attention(q, k, v, causal=True, bottom_right=True, return_lse=True)
+            dq, dk, dv = ckt.fmha.attention_backward(q, k, v, o, do, lse, causal=True, bottom_right=True,
+                                                     deterministic=det)
+            rq, rk, rv = ref_backward(bhsd(q), bhsd(k), bhsd(v), bhsd(o), bhsd(do), lse, causal=True,
+                                      bottom_right=True)
+            for name, got, want in (("dq", dq, rq), ("dk", dk, rk), ("dv", dv, rv)):
+                self.assertEqual(got.shape, bhsd(want).shape)
+                Close.check(self, bhsd(got), want, 1e-2, 2e-2, f"{name} deterministic={det}")
+                self.assertGreater(np.abs(want).max(), 0.1)
+
+    def test_varlen_backward(self):
+        lens = [7, 20]
+        cu = np.cumsum([0] + lens).astype(np.int32)
+        q, k, v, do = (randn(cu[-1], 2, 32) for _ in range(4))
+        o, lse = ckt.fmha.varlen(q, k, v, cu, cu, max(lens), max(lens), causal=True, return_lse=True)
+        dq, dk, dv = ckt.fmha.varlen_backward(q, k, v, o, do, lse, cu, cu, max(lens), max(lens), causal=True)
+        for i in range(len(lens)):
+            s = slice(cu[i], cu[i + 1])
+            as4 = lambda x: np.asarray(x[s], np.float64).transpose(1, 0, 2)[None]
+            r = ref_backward(as4(q), as4(k), as4(v), as4(o), as4(do), lse[None, :, s], causal=True)
+            for name, got, want in zip(("dq", "dk", "dv"), (dq, dk, dv), r):
+                Close.check(self, as4(got), want, 1e-2, 2e-2, f"varlen {name} entry {i}")
+
+
+class Errors(unittest.TestCase):
+    def expect(self, starts, fn, *a, **kw):
+        with self.assertRaises(ckt.CktError) as cm:
+            fn(*a, **kw)
+        msg = str(cm.exception)
+        self.assertIn(starts, msg)
+        return cm.exception
+
+    def test_head_dim_7(self):
+        z = np.zeros((1, 8, 2, 7), np.float16)
+        e = self.expect("hdim_q=7", ckt.fmha.attention, z, z, z)
+        self.assertEqual(e.function, "ckt_fmha_fwd")
+        self.assertIn("hdim_q is not a multiple of 8", e.detail)  # the library's ckt_fmha_last_error()
+
+    def test_gqa_heads(self):
+        q, kv = np.zeros((1, 8, 3, 64), np.float16), np.zeros((1, 8, 2, 64), np.float16)
+        e = self.expect("nhead_q: 3 is not a multiple of nhead_k 2", ckt.fmha.attention, q, kv, kv)
+        self.assertTrue(e.detail.startswith("nhead_q:"))
+
+    def test_mismatched_shapes(self):
+        z = lambda *s: np.zeros(s, np.float16)
+        self.expect("k: shape (1, 8, 2, 32): head dim 32 differs from q's 64", ckt.fmha.attention,
+                    z(1, 8, 2, 64), z(1, 8, 2, 32), z(1, 8, 2, 64))
+        self.expect("v: shape (1, 9, 2, 64): length 9 differs from k's 8", ckt.fmha.attention,
+                    z(1, 8, 2, 64), z(1, 8, 2, 64), z(1, 9, 2, 64))
+        self.expect("q: shape (8, 2, 64) has 3 dims, expected 4", ckt.fmha.attention,
+                    z(8, 2, 64), z(1, 8, 2, 64), z(1, 8, 2, 64))
+        self.expect("out: shape (1, 8, 2, 32), expected (1, 8, 2, 64)", ckt.fmha.attention,
+                    z(1, 8, 2, 64), z(1, 8, 2, 64), z(1, 8, 2, 64), out=z(1, 8, 2, 32))
+
+    def test_dtype(self):
+        f = np.zeros((1, 8, 2, 64), np.float32)
+        e = self.expect("dtype: fp32", ckt.fmha.attention, f, f, f)  # the library's own message
+        self.assertTrue(e.detail.startswith("dtype:"))
+        h = np.zeros((1, 8, 2, 64), np.float16)
+        self.expect("k: dtype float32, q is float16", ckt.fmha.attention, h, f, h)
+        self.expect("layout:", ckt.fmha.attention, h, h, h, layout="sbhd")
+
+    def test_library_checks_strides(self):
+        q = np.zeros((1, 8, 2, 64 + 4), np.float16)[..., :64]  # row stride 68: not a multiple of 8 elements
+        z = np.zeros((1, 8, 2, 64), np.float16)
+        e = self.expect("stride", ckt.fmha.attention, q, z, z)
+        self.assertIsNotNone(e.status)
+
+    def test_varlen_bad_cu(self):
+        cu = np.array([0, 8, 4], np.int32)  # decreasing
+        q = np.zeros((8, 2, 64), np.float16)
+        e = self.expect("seqstart_q", ckt.fmha.varlen, q, q, q, cu, np.array([0, 4, 8], np.int32), 8, 8)
+        self.assertIn("decreases", e.detail)
+        self.expect("cu_seqlens_q:", ckt.fmha.varlen, q, q, q, cu.astype(np.int64), cu, 8, 8)
+
+
+class KVCache(unittest.TestCase):
+    def run_case(self, b=3, bc=None, h=4, hk=2, d=64, scap=48, lens=(10, 0, 30), snew=3, sq=3, rotary_dim=32,
+                 interleaved=True, causal=True, cbi=None, scalar_len=None, as_list=False):
+        bc = bc or b
+        kc, vc = randn(bc, scap, hk, d), randn(bc, scap, hk, d)
+        kc0, vc0 = kc.copy(), vc.copy()
+        q = randn(b, sq, h, d)
+        q0 = q.copy()
+        kn, vn = (randn(b, snew, hk, d), randn(b, snew, hk, d)) if snew else (None, None)
+        max_pos = scap + sq
+        ang = RNG.uniform(0, 2 * np.pi, (max_pos, rotary_dim // 2)) if rotary_dim else None
+        cos, sin = (np.cos(ang).astype(np.float16), np.sin(ang).astype(np.float16)) if rotary_dim else (None, None)
+        if scalar_len is not None:
+            seqlens, lens = scalar_len, [scalar_len] * b
+        else:
+            seqlens = list(lens) if as_list else np.array(lens, np.int32)
+        cbi_arr = np.array(cbi, np.int32) if cbi is not None else None
+        o, lse = ckt.fmha.with_kvcache(q, kc, vc, kn, vn, cache_seqlens=seqlens, rotary_cos=cos, rotary_sin=sin,
+                                       rotary_interleaved=interleaved, cache_batch_idx=cbi_arr, causal=causal,
+                                       return_lse=True)
+        self.assertEqual((o.shape, lse.shape), ((b, sq, h, d), (b, h, sq)))
+        np.testing.assert_array_equal(q, q0)  # q is not modified
+        want_k, want_v = kc0.astype(np.float64), vc0.astype(np.float64)
+        for i in range(b):
+            cb = cbi[i] if cbi is not None else i
+            L = lens[i]
+            pos = np.arange(L, L + snew)
+            if snew:
+                newk = rope(kn[i].transpose(1, 0, 2), pos, cos, sin, interleaved) if rotary_dim else kn[i].transpose(1, 0, 2)
+                want_k[cb, L:L + snew] = newk.transpose(1, 0, 2)
+                want_v[cb, L:L + snew] = vn[i]
+            qi = q[i].transpose(1, 0, 2)
+            if rotary_dim:
+                qi = rope(qi, np.arange(L, L + sq), cos, sin, interleaved).astype(np.float16)
+            n = L + snew
+            ro, rlse = ref_attention(qi[None], want_k[cb, :n].transpose(1, 0, 2)[None].astype(np.float16),
+                                     want_v[cb, :n].transpose(1, 0, 2)[None], causal=causal, bottom_right=True)
+            Close.check(self, o[i].transpose(1, 0, 2), ro[0], 3e-3, 1e-2, f"with_kvcache O entry {i}")
+            Close.check(self, lse[i], rlse[0], 2e-3, 2e-3, f"with_kvcache LSE entry {i}")
+        Close.check(self, kc, want_k, 2e-3, 2e-3, "k_cache after the append (rotated; the rest unchanged)")
+        np.testing.assert_array_equal(vc, want_v.astype(np.float16))
+        if snew:
+            self.assertFalse(np.array_equal(kc, kc0))
+
+    def test_decode_rotary_interleaved(self):
+        self.run_case(sq=1, snew=1)
+
+    def test_prefill_chunk_half_split(self):
+        self.run_case(interleaved=False, rotary_dim=64, snew=5, sq=5)
+
+    def test_no_rotary_scalar_len_list(self):
+        self.run_case(rotary_dim=0, scalar_len=12, snew=2, sq=2)
+        self.run_case(rotary_dim=0, lens=(3, 9, 44), as_list=True, snew=4, sq=1, causal=False)
+
+    def test_cache_batch_idx(self):
+        self.run_case(b=2, bc=4, lens=(5, 20), cbi=(1, 3), snew=2, sq=2)
+
+    def test_no_new_tokens(self):
+        self.run_case(snew=0, sq=2, rotary_dim=16)
+
+    def test_errors(self):
+        kc = np.zeros((2, 16, 2, 64), np.float16)
+        q, kn = np.zeros((2, 1, 2, 64), np.float16), np.zeros((2, 4, 2, 64), np.float16)
+        e = self.assert_err("seqlen_k", q, kc, kc.copy(), kn, kn, cache_seqlens=np.array([10, 14], np.int32))
+        self.assertIn("cache_seqlen", e.detail)  # 14 + 4 > 16: the library's capacity check
+        self.assert_err("cache_batch_idx: [1] = 0 after 1", q, kc, kc.copy(), kn, kn,
+                        cache_seqlens=np.array([0, 0], np.int32), cache_batch_idx=np.array([1, 0], np.int32))
+        self.assert_err("k_new: shape (2, 4, 2, 32)", q, kc, kc.copy(), kn[..., :32], kn, cache_seqlens=0)
+        cos = np.zeros((20, 8), np.float32)
+        self.assert_err("rotary_cos: without causal", np.zeros((2, 3, 2, 64), np.float16), kc, kc.copy(),
+                        kn, kn, cache_seqlens=0, rotary_cos=cos, rotary_sin=cos)
+
+    def assert_err(self, text, *a, **kw):
+        with self.assertRaises(ckt.CktError) as cm:
+            ckt.fmha.with_kvcache(*a, **kw)
+        self.assertIn(text, str(cm.exception))
+        return cm.exception
+
+
+class ABI(unittest.TestCase):
+    def test_loaded(self):
+        lib = ckt.library()
+        self.assertTrue(lib.has_bwd and lib.has_appendkv)
+        self.assertGreaterEqual(lib.sizeof["fwd"], ctypes.sizeof(_lib.FwdArgs))
+
+    def test_appended_fields_tolerated(self):
+        """A library whose struct has fields past the declared ones (paged KV, split-KV) loads, and
+        the argument buffers have its size, zeroed; a moved field is refused, naming it."""
+        real = ckt.library().lib.ckt_fmha_fwd_args_offset
+        grown = lambda name: 400 if name == b"sizeof" else real(name)
+        self.assertEqual(_lib.abi_diff(_lib.FwdArgs, grown), [])
+        moved = lambda name: 400 if name == b"sizeof" else real(name) + (8 if name == b"scale" else 0)
+        self.assertEqual(len(_lib.abi_diff(_lib.FwdArgs, moved)), 1)
+        self.assertIn("scale: library", _lib.abi_diff(_lib.FwdArgs, moved)[0])
+        older = lambda name: ctypes.c_size_t(-1).value if name == b"window_right" else real(name)
+        self.assertIn("not in the library", _lib.abi_diff(_lib.FwdArgs, older)[0])
+        lib = ckt.library()
+        lib.sizeof = dict(lib.sizeof, fwd=400)
+        try:
+            a = lib.new_args("fwd")
+            self.assertEqual(len(a._objects and next(iter(a._objects.values())) or b""), 400)
+            self.assertEqual(ctypes.string_at(ctypes.addressof(a), 400), bytes(400))
+        finally:
+            lib.sizeof["fwd"] = real(b"sizeof")
+
+    def test_library_location(self):
+        path = ckt.find_library()
+        self.assertTrue(os.path.exists(path))
+        if os.environ.get("CKT_EXPECT_BUNDLED"):
+            self.assertEqual(os.path.dirname(path), os.path.dirname(ckt.__file__))
+
+
+if __name__ == "__main__":
+    unittest.main()
