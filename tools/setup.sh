@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what ckt needs on Debian 12 (as root, or with sudo), only what is
-# missing: Bazel 4.2.3 and its offline rule sets, GoogleTest sources, and the
-# HIP compiler for the amd configuration. nvcc (CUDA 13) is expected at
-# /usr/local/cuda; without it the nvidia configuration cannot build.
+# missing: Bazel 4.2.3 and its offline rule sets, GoogleTest sources, python3-venv
+# and python3-numpy (tests/python), and the HIP compiler for the amd configuration.
+# nvcc (CUDA 13) is expected at /usr/local/cuda; without it the nvidia configuration
+# cannot build.
 set -euo pipefail
 
 need=()
@@ -11,6 +12,9 @@ command -v bazel >/dev/null 2>&1 || need+=(bazel-bootstrap)
 [ -d /usr/share/bazel/rules/java ] || need+=(bazel-rules-java)
 [ -f /usr/src/googletest/googletest/src/gtest-all.cc ] || need+=(libgtest-dev)
 command -v g++ >/dev/null 2>&1 || need+=(g++)
+# the Python package's wheel test (tests/python): a venv with pip, and numpy for its arrays
+/usr/bin/python3 -c "import ensurepip" >/dev/null 2>&1 || need+=(python3-venv)
+/usr/bin/python3 -c "import numpy" >/dev/null 2>&1 || need+=(python3-numpy)
 if [ "${CKT_SKIP_AMD:-0}" != 1 ]; then
   command -v hipcc >/dev/null 2>&1 || need+=(hipcc)
   [ -e /usr/lib/x86_64-linux-gnu/libamdhip64.so ] || need+=(libamdhip64-dev)
