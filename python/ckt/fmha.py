@@ -308,7 +308,8 @@ def _autograd_function():
             @staticmethod
             def backward(ctx, do, _dlse):
                 q, k, v, o, lse = ctx.saved_tensors
-                dq, dk, dv = ctx.spec.backward(q, k, v, o, _kernel_ready(do), lse)
+                do = torch.zeros_like(o) if do is None else _kernel_ready(do)  # only the LSE was used
+                dq, dk, dv = ctx.spec.backward(q, k, v, o, do, lse)
                 return dq, dk, dv, None
 
         _fn_cls = _Attention
