@@ -10,7 +10,6 @@ tests/python/wheel_test.sh runs it in a fresh venv with the wheel installed (baz
 import ctypes
 import math
 import os
-import sys
 import unittest
 
 import numpy as np
