@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# wheel_test LIB BUILD_WHEEL_PY TEST_PY: builds the wheel around LIB, checks its RECORD,
+# wheel_test LIB BUILD_WHEEL_PY TEST_PY [--asan]: builds the wheel around LIB, checks its RECORD,
 # installs it into a fresh venv with pip --no-index, and runs TEST_PY there (tests/python/BUILD).
 set -euo pipefail
 lib="$(realpath "$1")" builder="$(pwd)/$2" test_py="$(pwd)/$3"
@@ -43,4 +43,8 @@ import os, ckt, ckt._build
 assert ckt.__file__.startswith(os.environ["TEST_TMPDIR"] if "TEST_TMPDIR" in os.environ else "/"), ckt.__file__
 print("installed:", os.path.dirname(ckt.__file__), "backend", ckt._build.BACKEND, "library", ckt.find_library())
 PY
+if [ "${4:-}" = --asan ]; then  # the library is instrumented: its runtimes first, no leak report for python
+  export LD_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
+  export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+fi
 CKT_EXPECT_BUNDLED=1 "$tmp/venv/bin/python" "$test_py" -v
