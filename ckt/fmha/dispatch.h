@@ -9,6 +9,7 @@
  *
  * Instances, for fp16 and bf16 each (hdim_q / hdim_v):
  *   32/32  64/64  96/96  128/128  192/128  192/192  256/256
+ * and decode instances (GQA packed, 16-row tiles) 64/64 128/128 256/256.
  * The call runs the cheapest instance whose head dims are >= the arguments'
  * (other multiples of 8 up to 256 run padded, e.g. 80 on 96/96, 128/64 on
  * 128/128), and returns CKT_ERROR_NO_INSTANCE, saying why, when none fits
@@ -44,7 +45,12 @@ typedef struct ckt_fmha_fwd_instance {
     int block_m, block_n; /* the tile: query rows and keys per step */
     ckt_status (*num_splits)(const ckt_fmha_fwd_args *a, int *splits);
     size_t (*workspace_bytes)(const ckt_fmha_fwd_args *a);
+    int packs_gqa; /* a decode instance: GQA groups packed (ckt/fmha/pack.h) */
 } ckt_fmha_fwd_instance;
+
+/* Calls with at most this many queries (seqlen_q) run on a decode instance
+ * when one covers the head dims (hdim 64, 128, 256); longer ones never do. */
+#define CKT_FMHA_DECODE_MAX_Q 16
 
 /* Runs the forward on `stream` (cudaStream_t / hipStream_t; NULL = default):
  * over contiguous K/V or a KV cache (paged or not), split-KV when asked

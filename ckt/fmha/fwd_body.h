@@ -55,10 +55,19 @@
 #ifndef CKT_FMHA_HDIM_V
 #define CKT_FMHA_HDIM_V CKT_FMHA_HDIM
 #endif
+/* optional: 1 packs the query heads of a GQA group into one block's rows
+ * (decode: ckt/fmha/pack.h); pair it with few rows a block, e.g.
+ * CKT_FMHA_WARPS 1 and CKT_FMHA_WARP_ROWS 16 */
+#ifdef CKT_FMHA_PACK_GQA
+#define CKT__FMHA_PACK CKT_FMHA_PACK_GQA
+#else
+#define CKT__FMHA_PACK 0
+#endif
 
 #include "ckt/fmha/args.h"
 #include "ckt/fmha/epilogue.h"
 #include "ckt/fmha/mask.h"
+#include "ckt/fmha/pack.h"
 #include "ckt/fmha/page.h"
 #include "ckt/fmha/schedule.h"
 #include "ckt/fmha/seqlen.h"
@@ -134,13 +143,16 @@
 #define CKT__FMHA_SMEM_BYTES                                                                      \
     ((size_t)(CKT__FMHA_Q_ELEMS + CKT__FMHA_STAGES * (CKT__FMHA_K_ELEMS + CKT__FMHA_V_ELEMS)) * 2)
 #define CKT__FMHA_BF16 ((CKT_FMHA_DTYPE) == CKT_BF16)
-/* blocks a multiprocessor runs at once, for split-KV's heuristic: 2 on
- * NVIDIA (each <= 110 KB of shared memory), 1 on CDNA (64 KB of LDS) */
+/* blocks a multiprocessor runs at once, for split-KV's heuristic: by
+ * shared memory, 227 KB on NVIDIA (sm_90; sm_80 has 163), 64 KB on CDNA */
 #if defined(CKT_HAS_MFMA)
-#define CKT__FMHA_BLOCKS_PER_MP 1
+#define CKT__FMHA_SMEM_PER_MP (64 * 1024)
 #else
-#define CKT__FMHA_BLOCKS_PER_MP 2
+#define CKT__FMHA_SMEM_PER_MP (227 * 1024)
 #endif
+#define CKT__FMHA_BLOCKS_PER_MP                                                                            \
+    ((int)(CKT__FMHA_SMEM_PER_MP / CKT__FMHA_SMEM_BYTES) < 1 ? 1                                            \
+     : (int)(CKT__FMHA_SMEM_PER_MP / CKT__FMHA_SMEM_BYTES) > 16 ? 16 : (int)(CKT__FMHA_SMEM_PER_MP / CKT__FMHA_SMEM_BYTES))
 
 CKT_STATIC_ASSERT(CKT__FMHA_D % 32 == 0 && CKT__FMHA_D >= 32 && CKT__FMHA_D <= 256,
                   "CKT_FMHA_HDIM must be a multiple of 32 in [32, 256] (smaller head dims run padded)");
@@ -178,16 +190,21 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
      * launcher's resolved count */
     const int splits = a.num_splits > 1 ? a.num_splits : 1;
     const ckt_fmha_tile t = ckt_fmha_fwd_tile(BM, splits);
-    const int b = t.b, h = t.h, m0 = t.m0, hk = ckt_fmha_kv_head(h, a.nhead_q, a.nhead_k);
+    /* g: tile rows per query; packed (ckt/fmha/pack.h), the grid's heads
+     * are kv heads and h the group's first query head */
+    const int g = CKT__FMHA_PACK ? a.nhead_q / a.nhead_k : 1;
+    const int hk = CKT__FMHA_PACK ? t.h : ckt_fmha_kv_head(t.h, a.nhead_q, a.nhead_k);
+    const int b = t.b, h = CKT__FMHA_PACK ? t.h * g : t.h, m0 = t.m0;
     const ckt_fmha_seq sq = ckt_fmha_seq_resolve(a.group_mode, a.seqstart_q, a.seqstart_k, a.seqlen_q_ptr,
                                                  a.seqlen_k_ptr, a.seqlen_q, a.seqlen_k, b);
-    if (m0 >= sq.sq)
+    if (m0 >= sq.sq * g)
         return; /* whole block past this entry's queries (group mode, or ragged grid) */
+    const int i0 = m0 / g, ni = (m0 + BM - 1) / g - i0 + 1; /* the block's queries */
     const ckt_fmha_paging pg = CKT_FMHA_PAGING(a);
     const ckt_fmha_kv kv = ckt_fmha_kv_resolve(&pg, sq.sk, b); /* the keys: contiguous or paged */
     const ckt_fmha_mask_params mask = ckt_fmha_mask_make(a.mask, a.window_left, a.window_right, sq.sq, kv.sk);
     const float scale = a.scale > 0.0f ? a.scale : 1.0f / sqrtf((float)a.hdim_q);
-    const int wrow0 = m0 + warp * WM; /* this warp's first query row */
+    const int wrow0 = m0 + warp * WM; /* this warp's first tile row */
 
     /* views: Q[b][h][i][:], K[cb][hk][j][:], V[cb][hk][j][:], O[b][h][i][:]
      * of the entry (cb: its cache entry); a paged pool at head hk */
@@ -199,14 +216,14 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
 
     /* the key tiles some row of the block sees: [n_lo, n_hi) from BN-aligned n_lo */
     int n_lo, n_hi, full_lo, full_hi;
-    ckt_fmha_mask_key_range(&mask, m0, BM, &n_lo, &n_hi);
+    ckt_fmha_mask_key_range(&mask, i0, ni, &n_lo, &n_hi);
     /* the key tiles that no row of the block needs masked: n0 in [full_lo,
      * full_hi], block-uniform (uniform registers on NVIDIA). Testing each
      * warp's tile in the loop (ckt_fmha_mask_tile_full) held four more
      * registers across it at the 255 limit: d64 spilled and its softmax
      * schedule clumped, 3-5% slower on H200. Near the mask's edge a warp may
      * now mask a tile it sees whole: a no-op. */
-    ckt_fmha_mask_full_keys(&mask, m0, BM, BN, &full_lo, &full_hi);
+    ckt_fmha_mask_full_keys(&mask, i0, ni, BN, &full_lo, &full_hi);
     n_lo = n_lo / BN * BN;
     int nblocks = n_hi > n_lo ? CKT_CEIL_DIV(n_hi - n_lo, BN) : 0;
     if (splits > 1) { /* this split's share of the tiles (ckt/fmha/splitkv.h) */
@@ -239,7 +256,10 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
     } while (0)
 
     /* Q and the first K/V tile in flight */
-    ckt_smem_tile_load_async(sQ, &wq, BM, D, CKT__FMHA_THREADS, tid);
+    if (CKT__FMHA_PACK)
+        ckt_fmha_pack_load_q_async(sQ, qp, a.q_stride_h, a.q_stride_s, g, sq.sq, m0, a.hdim_q, BM, D, CKT__FMHA_THREADS, tid);
+    else
+        ckt_smem_tile_load_async(sQ, &wq, BM, D, CKT__FMHA_THREADS, tid);
     if (nblocks > 0)
         CKT__FMHA_LOAD_KV(0);
     ckt_pipe_commit();
@@ -297,7 +317,7 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
          * the keys cuts the tile (only there: the test is per element) */
         const float to_log2 = ckt_fmha_softcap(s_acc, CKT_WARP_ACC_REGS(WM, BN), scale, a.softcap);
         if (!full)
-            ckt_fmha_mask_scores(s_acc, &mask, wrow0, n0, WM, BN, lane);
+            ckt_fmha_mask_scores(s_acc, &mask, wrow0, n0, WM, BN, lane, g);
 
         /* m_new = max(m, rowmax(S)), P = exp2(S f - m_new), l = l corr + rowsum(P) */
         float corr[ROWS];
@@ -357,8 +377,22 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
     if (splits > 1) { /* a partial: fp32 O and LSE into the workspace (ckt/fmha/splitkv.h) */
         const int64_t r0 = ckt_fmha_splitkv_row(t.split, b, h, 0, a.batch, a.nhead_q, a.seqlen_q);
         float *o_acc_ws = (float *)((char *)a.workspace + ckt_fmha_splitkv_o_offset(splits, a.batch, a.nhead_q, a.seqlen_q));
-        ckt_fmha_warp_store_o_f32(o_acc_ws + r0 * a.hdim_v, a.hdim_v, sq.sq, a.hdim_v, o_acc, inv, wrow0, WM, DV, lane);
-        ckt_fmha_warp_store_lse((float *)a.workspace + r0, row_m, row_l, wrow0, sq.sq, WM, lane);
+        if (CKT__FMHA_PACK) { /* heads seqlen_q rows apart */
+            ckt_fmha_pack_store_o_f32(o_acc_ws + r0 * a.hdim_v, (int64_t)a.seqlen_q * a.hdim_v, a.hdim_v, g, sq.sq,
+                                      a.hdim_v, o_acc, inv, wrow0, WM, DV, lane);
+            ckt_fmha_pack_store_lse((float *)a.workspace + r0, a.seqlen_q, 1, g, sq.sq, row_m, row_l, wrow0, WM, lane);
+        } else {
+            ckt_fmha_warp_store_o_f32(o_acc_ws + r0 * a.hdim_v, a.hdim_v, sq.sq, a.hdim_v, o_acc, inv, wrow0, WM, DV, lane);
+            ckt_fmha_warp_store_lse((float *)a.workspace + r0, row_m, row_l, wrow0, sq.sq, WM, lane);
+        }
+        return;
+    }
+    if (CKT__FMHA_PACK) { /* rows of g heads: straight from the registers */
+        ckt_fmha_pack_store_o(op, a.o_stride_h, a.o_stride_s, g, sq.sq, a.hdim_v, o_acc, inv, wrow0, WM, DV,
+                              CKT__FMHA_BF16, lane);
+        if (a.lse)
+            ckt_fmha_pack_store_lse(a.lse + ckt_fmha_row_offset(a.group_mode, b, h, sq.q_start, a.lse_stride_b, a.lse_stride_h, 1),
+                                    a.lse_stride_h, 1, g, sq.sq, row_m, row_l, wrow0, WM, lane);
         return;
     }
     ckt_fmha_block_store_o(op, a.o_stride_s, sq.sq, a.hdim_v, m0, ckt_smem_tile_make(smem, CKT_SMEM_PADDED, DV), o_acc,
@@ -399,7 +433,19 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_combine_kernel), ckt_fmha_fwd_args, a, CKT__FMHA
 
 /* >>host: fits, split count, workspace and launch */
 
-enum { CKT__FMHA_FN(_block_m) = CKT__FMHA_BM, CKT__FMHA_FN(_block_n) = CKT__FMHA_BN };
+enum { CKT__FMHA_FN(_block_m) = CKT__FMHA_BM, CKT__FMHA_FN(_block_n) = CKT__FMHA_BN, CKT__FMHA_FN(_packs_gqa) = CKT__FMHA_PACK };
+
+/* The grid's heads and tile rows per entry: query heads and queries, or
+ * packed, kv heads and queries x group size. */
+static inline int CKT__FMHA_FN(_grid_heads)(const ckt_fmha_fwd_args *a)
+{
+    return CKT__FMHA_PACK ? a->nhead_k : a->nhead_q;
+}
+
+static inline int CKT__FMHA_FN(_grid_rows)(const ckt_fmha_fwd_args *a)
+{
+    return CKT__FMHA_PACK ? a->seqlen_q * (a->nhead_q / a->nhead_k) : a->seqlen_q;
+}
 
 static inline int CKT__FMHA_FN(_fits)(const ckt_fmha_fwd_args *a)
 {
@@ -426,7 +472,7 @@ static inline ckt_status CKT__FMHA_FN(_splits)(const ckt_fmha_fwd_args *a, int w
     ckt_status st = ckt_rt_multiprocessors(&mps);
     if (st != CKT_SUCCESS)
         return st;
-    const int64_t tiles = (int64_t)a->batch * a->nhead_q * CKT_CEIL_DIV(a->seqlen_q, CKT__FMHA_BM);
+    const int64_t tiles = (int64_t)a->batch * CKT__FMHA_FN(_grid_heads)(a) * CKT_CEIL_DIV(CKT__FMHA_FN(_grid_rows)(a), CKT__FMHA_BM);
     *splits = ckt_fmha_splitkv_heuristic(tiles, mps * CKT__FMHA_BLOCKS_PER_MP, CKT_CEIL_DIV(a->seqlen_k, CKT__FMHA_BN),
                                          CKT_FMHA_MAX_SPLITS);
     return CKT_SUCCESS;
@@ -473,7 +519,8 @@ static inline ckt_status CKT__FMHA_FN(_launch)(const ckt_fmha_fwd_args *a, ckt_s
                              k.num_splits, a->batch);
     }
     st = ckt_rt_launch(CKT_KERNEL_REF(CKT__FMHA_FN(_kernel)),
-                       ckt_fmha_fwd_grid(a->batch, a->nhead_q, a->seqlen_q, CKT__FMHA_BM, k.num_splits),
+                       ckt_fmha_fwd_grid(a->batch, CKT__FMHA_FN(_grid_heads)(a), CKT__FMHA_FN(_grid_rows)(a), CKT__FMHA_BM,
+                                         k.num_splits),
                        ckt_dim3_make(CKT__FMHA_THREADS, 1, 1), CKT__FMHA_SMEM_BYTES, stream, &k);
     if (st != CKT_SUCCESS || k.num_splits <= 1)
         return st;
@@ -510,4 +557,7 @@ static inline ckt_status CKT__FMHA_FN(_launch)(const ckt_fmha_fwd_args *a, ckt_s
 #undef CKT__FMHA_COMBINE_THREADS
 #undef CKT__FMHA_COMBINE_ROWS
 #undef CKT__FMHA_BLOCKS_PER_MP
+#undef CKT__FMHA_SMEM_PER_MP
+#undef CKT__FMHA_PACK
+#undef CKT_FMHA_PACK_GQA
 #undef CKT__FMHA_FN

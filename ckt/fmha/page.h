@@ -124,6 +124,22 @@ CKT_INLINE CKT_DEVICE void ckt_fmha_page_load_async(ckt_smem_tile s, const uint1
 {
     const int vpr = C / 8, r0 = tid / vpr, c = (tid % vpr) * 8, rstep = T / vpr;
     const unsigned bytes = c < cols ? 16u : 0u; /* cols is a multiple of 8 */
+    if (page_size % R == 0 && n0 % R == 0) {
+        /* the tile lies in one page (pages of a multiple of the tile's rows):
+         * one page id for the block, then rows at a constant stride */
+        const int p = n0 / page_size;
+        const int32_t id = n0 < kv->sk ? kv->ids[p] : -1;
+        const int ok = id >= 0 && id < num_pages;
+        const uint16_t *g = base + (ok ? (int64_t)id * page_stride + (int64_t)(n0 - p * page_size + r0) * row_stride + c : 0);
+        CKT_UNROLL
+        for (int i = 0; i < CKT_CEIL_DIV(R, rstep); i++) {
+            if (R % rstep != 0 && r0 + i * rstep >= R)
+                break;
+            const unsigned n = ok && n0 + r0 + i * rstep < kv->sk ? bytes : 0u;
+            ckt_cp_async_16(ckt_smem_tile_ptr(s, r0 + i * rstep, c), g + (n ? (int64_t)i * rstep * row_stride : 0), n);
+        }
+        return;
+    }
     int j = n0 + r0;
     int p = j / page_size, o = j - p * page_size;
     CKT_UNROLL

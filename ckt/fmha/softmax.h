@@ -10,7 +10,7 @@
  *   for each key tile n0:
  *       S = Q K^T                                        // the warp's S tile, s[]
  *       const float to_log2 = ckt_fmha_softcap(s, n, scale, softcap);
- *       if (!full) ckt_fmha_mask_scores(s, &mask, row0, n0, WM, BN, lane);
+ *       if (!full) ckt_fmha_mask_scores(s, &mask, row0, n0, WM, BN, lane, 1);
  *       if (ckt_warp_any(ckt_fmha_softmax_update(corr, s, row_m, row_l, WM, BN, to_log2)))
  *           ckt_fmha_rescale(o, corr, WM, DV);           // O *= exp2(m_old - m_new)
  *       O += P V                                         // s[] now holds P
@@ -145,10 +145,12 @@ CKT_INLINE CKT_DEVICE int ckt_fmha_row_leader(int lane)
 /* >>mask: mask.h's visible columns applied to a score tile */
 
 /* s[] <- -inf outside the keys each row sees: s is a warp's score tile of wm
- * query rows (entry rows row0 ..) by bn keys (n0 ..), CKT_WARP_ACC_REGS(wm, bn)
- * registers. Call it only for tiles ckt_fmha_mask_tile_full says are cut. */
+ * rows (tile rows row0 ..) by bn keys (n0 ..), CKT_WARP_ACC_REGS(wm, bn)
+ * registers; tile row m is query m / pack of the entry (pack > 1: GQA rows
+ * packed, ckt/fmha/pack.h; 1 otherwise, a constant the compiler folds).
+ * Call it only for tiles ckt_fmha_mask_tile_full says are cut. */
 CKT_INLINE CKT_DEVICE void ckt_fmha_mask_scores(float *s, const ckt_fmha_mask_params *m, int row0, int n0, int wm,
-                                                int bn, int lane)
+                                                int bn, int lane, int pack)
 {
     /* visible columns of the lane's row slot r, relative to n0 and to the
      * lane's first column: [lo, hi]. A register's column is the lane's first
@@ -158,7 +160,7 @@ CKT_INLINE CKT_DEVICE void ckt_fmha_mask_scores(float *s, const ckt_fmha_mask_pa
     int lo[CKT_FMHA_ROW_SLOTS_MAX], hi[CKT_FMHA_ROW_SLOTS_MAX];
     CKT_UNROLL
     for (int r = 0; r < CKT_FMHA_ROW_SLOTS(wm); r++) {
-        ckt_fmha_mask_row_cols(m, row0 + ckt_fmha_acc_row(r, lane), n0, &lo[r], &hi[r]);
+        ckt_fmha_mask_row_cols(m, (row0 + ckt_fmha_acc_row(r, lane)) / pack, n0, &lo[r], &hi[r]);
         lo[r] -= c0;
         hi[r] -= c0;
     }

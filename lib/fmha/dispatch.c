@@ -30,7 +30,7 @@ static void ckt__fmha_fwd_list_dims(char *buf, size_t size, ckt_dtype dt)
     buf[0] = 0;
     for (int i = 0; i < CKT__FMHA_FWD_COUNT && n < size; i++) {
         const ckt_fmha_fwd_instance *in = ckt_fmha_fwd_instance_at(i);
-        if (in->dtype == dt) {
+        if (in->dtype == dt && !in->packs_gqa) {
             int w = snprintf(buf + n, size - n, "%s%d/%d", n ? " " : "", in->hdim, in->hdim_v);
             n += w > 0 ? (size_t)w : 0;
         }
@@ -55,14 +55,18 @@ static const ckt_fmha_fwd_instance *ckt__fmha_fwd_pick(const ckt_fmha_fwd_args *
                         a->hdim_q <= 0 ? a->hdim_q : a->hdim_v);
         return NULL;
     }
-    /* cost ~ the padded head dims the instance computes with */
+    /* cost ~ the padded head dims the instance computes with; decode
+     * instances only for short query lengths, preferred there at equal cost */
+    const int decode = a->seqlen_q <= CKT_FMHA_DECODE_MAX_Q;
     const ckt_fmha_fwd_instance *best = NULL;
     for (int i = 0; i < CKT__FMHA_FWD_COUNT; i++) {
         const ckt_fmha_fwd_instance *in = ckt_fmha_fwd_instance_at(i);
-        if (in->dtype != a->dtype || in->hdim < a->hdim_q || in->hdim_v < a->hdim_v || !in->fits(a))
+        if (in->dtype != a->dtype || in->hdim < a->hdim_q || in->hdim_v < a->hdim_v || !in->fits(a) ||
+            (in->packs_gqa && !decode))
             continue;
         if (!best || in->hdim + in->hdim_v < best->hdim + best->hdim_v ||
-            (in->hdim + in->hdim_v == best->hdim + best->hdim_v && in->hdim < best->hdim))
+            (in->hdim + in->hdim_v == best->hdim + best->hdim_v &&
+             (in->hdim < best->hdim || (in->hdim == best->hdim && in->packs_gqa && !best->packs_gqa))))
             best = in;
     }
     if (!best) {

@@ -374,6 +374,7 @@ ckt_fmha_fwd_args dims_args(ckt_dtype dt, int d, int dv)
     a.dtype = dt;
     a.hdim_q = d;
     a.hdim_v = dv;
+    a.seqlen_q = CKT_FMHA_DECODE_MAX_Q + 1; // past decode's lengths
     return a;
 }
 
@@ -406,10 +407,27 @@ TEST(Dispatch, PicksTheCheapestCoveringInstance)
         EXPECT_EQ(in->dtype, p.dt);
         EXPECT_TRUE(in->fits(&a));
     }
-    int count = 0;
+    // decode: short query lengths run the GQA-packed instances where they cover the head dims
+    const Pick decode_picks[] = {
+        {CKT_BF16, 128, 128, "ckt_fmha_fwd_decode_bf16_d128"},
+        {CKT_F16, 64, 64, "ckt_fmha_fwd_decode_f16_d64"},
+        {CKT_F16, 40, 40, "ckt_fmha_fwd_decode_f16_d64"},
+        {CKT_BF16, 256, 256, "ckt_fmha_fwd_decode_bf16_d256"},
+        {CKT_BF16, 96, 96, "ckt_fmha_fwd_bf16_d96"},           // no decode instance: the regular one
+        {CKT_BF16, 192, 128, "ckt_fmha_fwd_bf16_d192_dv128"},
+    };
+    for (const Pick &p : decode_picks) {
+        ckt_fmha_fwd_args a = dims_args(p.dt, p.d, p.dv);
+        a.seqlen_q = CKT_FMHA_DECODE_MAX_Q;
+        const ckt_fmha_fwd_instance *in = ckt_fmha_fwd_select(&a);
+        ASSERT_NE(in, nullptr) << ckt_last_error();
+        EXPECT_STREQ(in->name, p.name) << p.d << "/" << p.dv << " decode";
+    }
+    int count = 0, packed = 0;
     while (ckt_fmha_fwd_instance_at(count))
-        count++;
-    EXPECT_EQ(count, 14);
+        packed += ckt_fmha_fwd_instance_at(count++)->packs_gqa;
+    EXPECT_EQ(count, 20);
+    EXPECT_EQ(packed, 6);
     EXPECT_EQ(ckt_fmha_fwd_instance_at(-1), nullptr);
 }
 

@@ -1,5 +1,6 @@
 // The forward over a KV cache (ckt_fmha_fwd with the inference fields of
-// ckt/fmha/args.h): split-KV with its combine, paged K/V through vLLM block
+// ckt/fmha/args.h), on the decode instances (GQA packed, seqlen_q <= 16) and
+// the regular ones: split-KV with its combine, paged K/V through vLLM block
 // tables and sglang indptr/indices/last-page-length tables of many page
 // sizes (1, 3, 16, 48, 64, 100, 128, 256: some smaller than, some not
 // dividing, the key tile), cache_batch_idx, batch prefill (group-mode
@@ -364,6 +365,25 @@ std::vector<Case> cases()
         c.dt = CKT_F16;
         c.sk = {90, 33};
         c.splits = 2;
+        add(c);
+    }
+    // decode (GQA packed: rows of g heads per block): group sizes, masks, modes
+    {
+        Case c;
+        c.h = 6, c.hk = 2, c.sq = {5}, c.mask = CKT_MASK_CAUSAL_TOP_LEFT; // g 3, rows not a power of two
+        add(c);
+        c.h = 2, c.hk = 2, c.sq = {9}, c.mask = CKT_MASK_WINDOW_BOTTOM_RIGHT, c.wl = 30, c.wr = 0; // g 1
+        c.softcap = 15.0f;
+        add(c);
+        c = Case();
+        c.h = 16, c.hk = 4, c.sq = {16}, c.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT, c.splits = 0; // g 4, 64 rows
+        c.d = c.dv = 128;
+        add(c);
+        c = Case();
+        c.group = 1, c.batch = 3, c.sq = {1, 3, 0}, c.sk = {90, 17, 40}, c.kv = kVllm, c.page_size = 16;
+        c.h = 8, c.hk = 2, c.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT, c.splits = 2;
+        add(c);
+        c.d = c.dv = 256, c.dt = CKT_F16, c.splits = 1, c.kv = kSglang, c.page_size = 5;
         add(c);
     }
     // paged, vLLM tables: page sizes, layouts, with and without splits
