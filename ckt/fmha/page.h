@@ -142,23 +142,22 @@ CKT_INLINE CKT_DEVICE void ckt_fmha_page_load_async(ckt_smem_tile s, const uint1
     }
     int j = n0 + r0;
     int p = j / page_size, o = j - p * page_size;
+    int32_t id = j < kv->sk ? kv->ids[p] : -1; /* reloaded only when the rows cross a page */
     CKT_UNROLL
     for (int i = 0; i < CKT_CEIL_DIV(R, rstep); i++) {
         if (R % rstep != 0 && r0 + i * rstep >= R)
             break;
-        int32_t id = 0;
-        unsigned n = 0;
-        if (j < kv->sk) {
-            id = kv->ids[p];
-            n = id >= 0 && id < num_pages ? bytes : 0u;
-        }
+        const unsigned n = j < kv->sk && id >= 0 && id < num_pages ? bytes : 0u;
         const uint16_t *g = base + (n ? (int64_t)id * page_stride + (int64_t)o * row_stride + c : 0);
         ckt_cp_async_16(ckt_smem_tile_ptr(s, r0 + i * rstep, c), g, n);
         j += rstep;
         o += rstep;
-        while (o >= page_size) { /* once per row for pages of >= rstep rows */
-            o -= page_size;
-            p++;
+        if (o >= page_size) {
+            do { /* once for pages of >= rstep rows */
+                o -= page_size;
+                p++;
+            } while (o >= page_size);
+            id = j < kv->sk ? kv->ids[p] : -1;
         }
     }
 }

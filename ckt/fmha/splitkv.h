@@ -31,7 +31,7 @@
 #include <stdint.h>
 
 /* The most splits a call may ask for (the heuristic stays below it too). */
-#define CKT_FMHA_MAX_SPLITS 128
+#define CKT_FMHA_MAX_SPLITS 256
 
 /* Row of (split, b, h, i) in the workspace's lse_acc; o_acc rows are hdim_v
  * floats at the same index. */
@@ -74,20 +74,19 @@ static inline int ckt_fmha_splitkv_heuristic(int64_t tiles, int slots, int key_t
         most = slots;
     if (most > CKT_FMHA_MAX_SPLITS)
         most = CKT_FMHA_MAX_SPLITS;
+    /* a count that does not shorten the splits against one less is never
+     * worth it: only the others compete (for the best, too) */
     double eff[CKT_FMHA_MAX_SPLITS + 1];
     double best = 0.0;
     for (int s = 1; s <= most; s++) {
         const double waves = (double)(tiles * s) / slots;
-        eff[s] = waves / ceil(waves);
+        const int eligible = s == 1 || CKT_CEIL_DIV(key_tiles, s) != CKT_CEIL_DIV(key_tiles, s - 1);
+        eff[s] = eligible ? waves / ceil(waves) : -1.0;
         best = eff[s] > best ? eff[s] : best;
     }
-    for (int s = 1; s <= most; s++) {
-        /* a count that does not shorten the splits is never worth it */
-        if (s > 1 && CKT_CEIL_DIV(key_tiles, s) == CKT_CEIL_DIV(key_tiles, s - 1))
-            continue;
+    for (int s = 1; s <= most; s++)
         if (eff[s] >= 0.85 * best)
             return s;
-    }
     return 1;
 }
 

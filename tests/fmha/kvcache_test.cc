@@ -511,6 +511,9 @@ TEST(KvCacheSplit, Heuristic)
     EXPECT_LE(s, 128);
     EXPECT_GE((double)(32 * s) / 264, 0.85 * 0.85) << s; // fills most of a wave
     EXPECT_LE(ckt_fmha_splitkv_heuristic(8, 264, 3, 128), 3);
+    // 8 tiles on 396 slots, 64 key tiles: every count past 32 gives 2 tiles a
+    // split; the best of the counts that shorten the splits wins (32)
+    EXPECT_EQ(ckt_fmha_splitkv_heuristic(8, 396, 64, 128), 32);
     int first, count;
     ckt_fmha_split_range(10, 4, 3, &first, &count);
     EXPECT_EQ(first, 9);
@@ -622,7 +625,7 @@ TEST(KvCacheValidate, Errors)
     expect_fail("no pool size", [](KvRun &r) { r.dev.num_pages = 0; }, "num_pages");
     expect_fail("no table row length", [](KvRun &r) { r.dev.max_pages_per_seq = 0; }, "max_pages_per_seq");
     expect_fail("both styles", [](KvRun &r) { r.dev.kv_indptr = r.dev.block_table; }, "block_table");
-    expect_fail("too many splits", [](KvRun &r) { r.dev.num_splits = 1000; }, "num_splits");
+    expect_fail("too many splits", [](KvRun &r) { r.dev.num_splits = CKT_FMHA_MAX_SPLITS + 1; }, "num_splits");
     expect_fail("split without workspace", [](KvRun &r) { r.dev.num_splits = 2; r.dev.workspace = nullptr; }, "workspace");
     expect_fail("small workspace", [](KvRun &r) { r.dev.num_splits = 2; r.dev.workspace_bytes = 8; }, "workspace_bytes");
     expect_fail("table without paging", [](KvRun &r) { r.dev.page_size = 0; }, "block_table");
