@@ -8,7 +8,7 @@
  *            bytes = ckt_fmha_splitkv_workspace_bytes(ns, batch, nhead_q, seqlen_q, hdim_v);
  *   kernel:  ckt_fmha_split_range(nblocks, ns, t.split, &first, &count);  // its key tiles
  *            ... write the partial O (normalized) and LSE at ckt_fmha_splitkv_row(...)
- *   combine: ckt_fmha_splitkv_combine_row(...) per output row
+ *   combine: ckt_fmha_splitkv_combine_row(...) per output row, 64 threads a row
  *
  * Workspace (fp32, rows of one (split, entry, head, query)):
  *   lse_acc [splits][batch][nhead_q][seqlen_q]            at byte 0
@@ -32,6 +32,8 @@
 
 /* The most splits a call may ask for (the heuristic stays below it too). */
 #define CKT_FMHA_MAX_SPLITS 256
+/* The most the automatic count picks (more cost the combine more than they gain: H200) */
+#define CKT_FMHA_AUTO_MAX_SPLITS 128
 
 /* Row of (split, b, h, i) in the workspace's lse_acc; o_acc rows are hdim_v
  * floats at the same index. */
@@ -104,40 +106,66 @@ CKT_INLINE CKT_HOST_DEVICE void ckt_fmha_split_range(int nblocks, int splits, in
     *count = n;
 }
 
-/* Output row `row` (ckt_fmha_splitkv_row with split 0) from the splits'
- * partials: O (hdim_v values, 4 per chunk, this thread's chunks c, c + nc,
- * ...) rounded to fp16 / bf16 into out; the LSE into *lse_out when not
- * NULL (one thread of the row should pass it). split_rows: rows from one
- * split to the next (batch x nhead_q x seqlen_q). */
+/* Shared memory of a combine block of `rows` rows (bytes): each row's split
+ * weights and a 64-float reduction buffer. */
+#define CKT_FMHA_COMBINE_SMEM_BYTES(rows) ((size_t)(rows) * (CKT_FMHA_MAX_SPLITS + 64) * sizeof(float))
+
+/* One output row from the splits' partials, by a group of 64 threads (this
+ * one: t; every thread of the block calls it the same number of times: it
+ * synchronizes the block). row: ckt_fmha_splitkv_row of split 0;
+ * split_rows: rows from one split to the next (batch x nhead_q x
+ * seqlen_q); valid 0 for a group past the entry's queries (it only joins
+ * the barriers). The group's weights w[s] = exp(lse_s - lse) go to shared
+ * memory (w: CKT_FMHA_MAX_SPLITS floats, red: 64, the group's own), the
+ * max and the sum reduced in a fixed order; then thread t sums columns
+ * 4 j .. 4 j + 3 (j = t, t + 64, ...) over the splits in order, rounds to
+ * fp16 / bf16 into out, and thread 0 writes the LSE to *lse_out when not NULL. */
 CKT_INLINE CKT_DEVICE void ckt_fmha_splitkv_combine_row(uint16_t *out, float *lse_out, const float *lse_acc,
                                                         const float *o_acc, int64_t split_rows, int64_t row,
-                                                        int splits, int hdim_v, int c, int nc, int bf16)
+                                                        int valid, int splits, int hdim_v, int t, float *w,
+                                                        float *red, int bf16)
 {
     float m = -INFINITY;
-    for (int s = 0; s < splits; s++) {
-        const float l = lse_acc[s * split_rows + row];
+    for (int s = t; s < splits; s += 64) {
+        const float l = valid ? lse_acc[s * split_rows + row] : -INFINITY;
+        w[s] = l;
         m = l > m ? l : m;
     }
-    float lse = -INFINITY;
-    if (m != -INFINITY) {
-        float sum = 0.0f;
-        for (int s = 0; s < splits; s++)
-            sum += expf(lse_acc[s * split_rows + row] - m);
-        lse = m + logf(sum);
-    }
-    if (lse_out)
+    red[t] = m;
+    ckt_block_sync();
+    m = -INFINITY;
+    for (int k = 0; k < 64; k++)
+        m = red[k] > m ? red[k] : m;
+    ckt_block_sync(); /* everyone has read red */
+    float sum = 0.0f;
+    for (int s = t; s < splits; s += 64)
+        sum += m == -INFINITY ? 0.0f : expf(w[s] - m);
+    red[t] = sum;
+    ckt_block_sync();
+    sum = 0.0f;
+    for (int k = 0; k < 64; k++) /* a fixed order: the same bits every run */
+        sum += red[k];
+    const float lse = m == -INFINITY ? -INFINITY : m + logf(sum);
+    for (int s = t; s < splits; s += 64)
+        w[s] = lse == -INFINITY ? 0.0f : expf(w[s] - lse);
+    ckt_block_sync();
+    if (!valid)
+        return;
+    if (t == 0 && lse_out)
         *lse_out = lse;
-    for (int j = c; 4 * j < hdim_v; j += nc) {
+    for (int j = t; 4 * j < hdim_v; j += 64) {
         float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        if (lse != -INFINITY)
-            for (int s = 0; s < splits; s++) {
-                const int64_t r = s * split_rows + row;
-                const float w = expf(lse_acc[r] - lse);
-                const float *o = o_acc + r * hdim_v + 4 * j;
-                if (w > 0.0f)
-                    for (int e = 0; e < 4; e++)
-                        acc[e] += w * o[e];
-            }
+        const float *o = o_acc + row * hdim_v + 4 * j;
+        const int64_t step = split_rows * hdim_v;
+        CKT_UNROLL_BY(4)
+        for (int s = 0; s < splits; s++) {
+            const float ws = w[s];
+            const ckt_u32x4 x = *(const ckt_u32x4 *)(o + s * step); /* one 16-byte load */
+            acc[0] += ws * ckt_f32_from_bits(x.x);
+            acc[1] += ws * ckt_f32_from_bits(x.y);
+            acc[2] += ws * ckt_f32_from_bits(x.z);
+            acc[3] += ws * ckt_f32_from_bits(x.w);
+        }
         uint32_t *dst = (uint32_t *)(out + 4 * j);
         dst[0] = bf16 ? ckt_pack2_bf16(acc[0], acc[1]) : ckt_pack2_f16(acc[0], acc[1]);
         dst[1] = bf16 ? ckt_pack2_bf16(acc[2], acc[3]) : ckt_pack2_f16(acc[2], acc[3]);
