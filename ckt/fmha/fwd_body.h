@@ -170,6 +170,9 @@ CKT_STATIC_ASSERT(CKT__FMHA_DV % 32 == 0 && CKT__FMHA_DV >= 32 && CKT__FMHA_DV <
 #define CKT__FMHA_RESCALE_ALWAYS 0
 #endif
 
+CKT_STATIC_ASSERT(CKT__FMHA_BN / (CKT__FMHA_THREADS / (CKT__FMHA_D / 8)) <= CKT_FMHA_PAGE_ROWS_MAX &&
+                      CKT__FMHA_BN / (CKT__FMHA_THREADS / (CKT__FMHA_DV / 8)) <= CKT_FMHA_PAGE_ROWS_MAX,
+                  "a thread would copy more than CKT_FMHA_PAGE_ROWS_MAX key rows of a paged tile (ckt/fmha/page.h)");
 CKT_STATIC_ASSERT(CKT_FMHA_ROW_SLOTS(CKT__FMHA_WM) <= CKT_FMHA_ROW_SLOTS_MAX,
                   "CKT_FMHA_WARP_ROWS: at most 64 query rows per warp (ckt/fmha/softmax.h, CKT_FMHA_ROW_SLOTS_MAX)");
 CKT_STATIC_ASSERT(CKT_ROWS_REGS(CKT__FMHA_BM, CKT__FMHA_DV, CKT__FMHA_THREADS, 2) <= CKT_FMHA_STORE_O_REGS_MAX,
@@ -245,10 +248,9 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
 #define CKT__FMHA_LOAD_KV(st)                                                                                   \
     do {                                                                                                        \
         if (kv.ids) {                                                                                           \
-            ckt_fmha_page_load_async(CKT__FMHA_SK(st), kp, &kv, pg.page_size, pg.num_pages, a.k_stride_b,        \
-                                     a.k_stride_s, (int)wk.row0, a.hdim_q, BN, D, CKT__FMHA_THREADS, tid);      \
-            ckt_fmha_page_load_async(CKT__FMHA_SV(st), vp, &kv, pg.page_size, pg.num_pages, a.v_stride_b,        \
-                                     a.v_stride_s, (int)wv.row0, a.hdim_v, BN, DV, CKT__FMHA_THREADS, tid);     \
+            ckt_fmha_page_load_kv_async(CKT__FMHA_SK(st), CKT__FMHA_SV(st), kp, vp, &kv, pg.page_size,            \
+                                        pg.num_pages, a.k_stride_b, a.k_stride_s, a.v_stride_b, a.v_stride_s,   \
+                                        (int)wk.row0, a.hdim_q, a.hdim_v, BN, D, DV, CKT__FMHA_THREADS, tid);   \
         } else {                                                                                                \
             ckt_smem_tile_load_async(CKT__FMHA_SK(st), &wk, BN, D, CKT__FMHA_THREADS, tid);                     \
             ckt_smem_tile_load_async(CKT__FMHA_SV(st), &wv, BN, DV, CKT__FMHA_THREADS, tid);                    \

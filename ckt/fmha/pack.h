@@ -24,17 +24,20 @@
 
 /* Issues the asynchronous gather of tile rows m0 .. m0 + R (R x C 16-bit
  * elements into s; columns past cols and rows past the queries are zeros),
- * by T threads (this one: tid). Needs T a multiple of C / 8. */
+ * by T threads (this one: tid); when T is not a multiple of C / 8 the last
+ * T % (C / 8) threads copy nothing. */
 CKT_INLINE CKT_DEVICE void ckt_fmha_pack_load_q_async(ckt_smem_tile s, const uint16_t *q, int64_t stride_h,
                                                       int64_t stride_s, int g, int sq, int m0, int cols, int R, int C,
                                                       int T, int tid)
 {
     const int vpr = C / 8, r0 = tid / vpr, c = (tid % vpr) * 8, rstep = T / vpr;
     const unsigned bytes = c < cols ? 16u : 0u; /* cols is a multiple of 8 */
+    if (r0 >= rstep)
+        return; /* T not a multiple of C / 8: the last threads have no row */
     CKT_UNROLL
     for (int i = 0; i < CKT_CEIL_DIV(R, rstep); i++) {
         const int r = r0 + i * rstep;
-        if (R % rstep != 0 && r >= R)
+        if (r >= R)
             break;
         const int m = m0 + r, qi = m / g, hh = m - qi * g;
         const unsigned n = qi < sq ? bytes : 0u;

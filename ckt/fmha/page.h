@@ -11,8 +11,9 @@
  *
  * A paged pool's page stride is the tensor's stride_b, its position-in-page
  * stride stride_s; every offset is 64-bit (pools past 4 GB). On the device
- * the key tiles load with ckt_fmha_page_load_async, a gather of whole
- * 16-byte vectors per key row. Host and device alike, except the loader.
+ * a key step's K and V tiles load with ckt_fmha_page_load_kv_async, a
+ * gather of whole 16-byte vectors per key row. Host and device alike,
+ * except the loaders.
  */
 #ifndef CKT_FMHA_PAGE_H
 #define CKT_FMHA_PAGE_H
@@ -110,56 +111,105 @@ CKT_INLINE CKT_HOST_DEVICE int64_t ckt_fmha_kv_row(const ckt_fmha_kv *kv, int pa
 }
 
 
-/* Issues the asynchronous copy of key rows n0 .. n0 + R of a paged pool
- * into the shared tile s (R x C 16-bit elements), by T threads (this one:
- * tid), like ckt_smem_tile_load_async: rows past sk, columns past cols
- * and rows on a bad page id become zeros. base: the pool at this head
- * (k + hk * k_stride_h); a page is page_stride elements, a row in it
- * row_stride. Each thread keeps its page and position across its rows, so
- * there is one division per call. Needs T a multiple of C / 8. */
-CKT_INLINE CKT_DEVICE void ckt_fmha_page_load_async(ckt_smem_tile s, const uint16_t *base, const ckt_fmha_kv *kv,
-                                                    int page_size, int num_pages, int64_t page_stride,
-                                                    int64_t row_stride, int n0, int cols, int R, int C, int T,
-                                                    int tid)
+/* The most key rows one thread copies of a tile (ckt_fmha_page_load_kv_async:
+ * R / (T / (C / 8)); 32 for the decode instances). */
+#define CKT_FMHA_PAGE_ROWS_MAX 32
+
+/* Thread tid's rows of the key tile at n0 (rows r0, r0 + rstep, ...: n of
+ * them): their page ids (-1 past sk) and positions in the page. The page
+ * walk is arithmetic (one division), so the id loads are independent and
+ * issue together: one round trip a tile, not one a page crossed. */
+CKT_INLINE CKT_DEVICE void ckt__fmha_page_rows(int32_t *id, int *pos, const ckt_fmha_kv *kv, int page_size, int n0,
+                                               int r0, int rstep, int n)
+{
+    int j = n0 + r0;
+    int p = j / page_size, o = j - p * page_size;
+    CKT_UNROLL
+    for (int i = 0; i < n; i++) {
+        id[i] = j < kv->sk ? kv->ids[p] : -1;
+        pos[i] = o;
+        j += rstep;
+        o += rstep;
+        while (o >= page_size) { /* once for pages of >= rstep rows */
+            o -= page_size;
+            p++;
+        }
+    }
+}
+
+/* The copies of one tile from the rows' page ids and positions. */
+CKT_INLINE CKT_DEVICE void ckt__fmha_page_copy(ckt_smem_tile s, const uint16_t *base, const int32_t *id, const int *pos,
+                                               int num_pages, int64_t page_stride, int64_t row_stride, int cols,
+                                               int R, int C, int T, int tid)
 {
     const int vpr = C / 8, r0 = tid / vpr, c = (tid % vpr) * 8, rstep = T / vpr;
     const unsigned bytes = c < cols ? 16u : 0u; /* cols is a multiple of 8 */
-    if (page_size % R == 0 && n0 % R == 0) {
-        /* the tile lies in one page (pages of a multiple of the tile's rows):
-         * one page id for the block, then rows at a constant stride */
-        const int p = n0 / page_size;
-        const int32_t id = n0 < kv->sk ? kv->ids[p] : -1;
-        const int ok = id >= 0 && id < num_pages;
-        const uint16_t *g = base + (ok ? (int64_t)id * page_stride + (int64_t)(n0 - p * page_size + r0) * row_stride + c : 0);
-        CKT_UNROLL
-        for (int i = 0; i < CKT_CEIL_DIV(R, rstep); i++) {
-            if (R % rstep != 0 && r0 + i * rstep >= R)
-                break;
-            const unsigned n = ok && n0 + r0 + i * rstep < kv->sk ? bytes : 0u;
-            ckt_cp_async_16(ckt_smem_tile_ptr(s, r0 + i * rstep, c), g + (n ? (int64_t)i * rstep * row_stride : 0), n);
-        }
-        return;
-    }
-    int j = n0 + r0;
-    int p = j / page_size, o = j - p * page_size;
-    int32_t id = j < kv->sk ? kv->ids[p] : -1; /* reloaded only when the rows cross a page */
+    if (r0 >= rstep)
+        return; /* T not a multiple of C / 8: the last threads have no row */
     CKT_UNROLL
     for (int i = 0; i < CKT_CEIL_DIV(R, rstep); i++) {
-        if (R % rstep != 0 && r0 + i * rstep >= R)
+        if (r0 + i * rstep >= R)
             break;
-        const unsigned n = j < kv->sk && id >= 0 && id < num_pages ? bytes : 0u;
-        const uint16_t *g = base + (n ? (int64_t)id * page_stride + (int64_t)o * row_stride + c : 0);
+        const unsigned n = id[i] >= 0 && id[i] < num_pages ? bytes : 0u;
+        const uint16_t *g = base + (n ? (int64_t)id[i] * page_stride + (int64_t)pos[i] * row_stride + c : 0);
         ckt_cp_async_16(ckt_smem_tile_ptr(s, r0 + i * rstep, c), g, n);
-        j += rstep;
-        o += rstep;
-        if (o >= page_size) {
-            do { /* once for pages of >= rstep rows */
-                o -= page_size;
-                p++;
-            } while (o >= page_size);
-            id = j < kv->sk ? kv->ids[p] : -1;
-        }
     }
+}
+
+/* A tile that lies in one page (page size a multiple of R, n0 a multiple of
+ * R): one page id for the block, then rows at a constant stride. */
+CKT_INLINE CKT_DEVICE void ckt__fmha_page_copy_one(ckt_smem_tile s, const uint16_t *base, const ckt_fmha_kv *kv,
+                                                   int page_size, int num_pages, int64_t page_stride,
+                                                   int64_t row_stride, int n0, int cols, int R, int C, int T, int tid)
+{
+    const int vpr = C / 8, r0 = tid / vpr, c = (tid % vpr) * 8, rstep = T / vpr;
+    const unsigned bytes = c < cols ? 16u : 0u;
+    if (r0 >= rstep)
+        return; /* T not a multiple of C / 8: the last threads have no row */
+    const int p = n0 / page_size;
+    const int32_t id = n0 < kv->sk ? kv->ids[p] : -1;
+    const int ok = id >= 0 && id < num_pages;
+    const uint16_t *g = base + (ok ? (int64_t)id * page_stride + (int64_t)(n0 - p * page_size + r0) * row_stride + c : 0);
+    CKT_UNROLL
+    for (int i = 0; i < CKT_CEIL_DIV(R, rstep); i++) {
+        if (r0 + i * rstep >= R)
+            break;
+        const unsigned n = ok && n0 + r0 + i * rstep < kv->sk ? bytes : 0u;
+        ckt_cp_async_16(ckt_smem_tile_ptr(s, r0 + i * rstep, c), g + (n ? (int64_t)i * rstep * row_stride : 0), n);
+    }
+}
+
+/* Issues the asynchronous copies of key rows n0 .. n0 + R of a paged pool
+ * into the shared tiles sk (R x CK, the K pool at kbase) and sv (R x CV,
+ * the V pool at vbase), by T threads (this one: tid), like
+ * ckt_smem_tile_load_async: rows past kv->sk, columns past cols_k / cols_v
+ * and rows on a bad page id become zeros. The bases are the pools at this
+ * head (k + hk * k_stride_h); a page is *_page_stride elements, a row in it
+ * *_row_stride. K and V share the page walk when CK == CV. Needs T a
+ * whole 16-byte vectors a row (C a multiple of 8) and at most
+ * CKT_FMHA_PAGE_ROWS_MAX rows a thread; when T is not a multiple of C / 8
+ * the last T % (C / 8) threads copy nothing. */
+CKT_INLINE CKT_DEVICE void ckt_fmha_page_load_kv_async(ckt_smem_tile sk, ckt_smem_tile sv, const uint16_t *kbase,
+                                                       const uint16_t *vbase, const ckt_fmha_kv *kv, int page_size,
+                                                       int num_pages, int64_t k_page_stride, int64_t k_row_stride,
+                                                       int64_t v_page_stride, int64_t v_row_stride, int n0,
+                                                       int cols_k, int cols_v, int R, int CK, int CV, int T, int tid)
+{
+    if (page_size % R == 0 && n0 % R == 0) {
+        ckt__fmha_page_copy_one(sk, kbase, kv, page_size, num_pages, k_page_stride, k_row_stride, n0, cols_k, R, CK, T, tid);
+        ckt__fmha_page_copy_one(sv, vbase, kv, page_size, num_pages, v_page_stride, v_row_stride, n0, cols_v, R, CV, T, tid);
+        return;
+    }
+    int32_t id[CKT_FMHA_PAGE_ROWS_MAX];
+    int pos[CKT_FMHA_PAGE_ROWS_MAX];
+    const int rk = T / (CK / 8);
+    ckt__fmha_page_rows(id, pos, kv, page_size, n0, tid / (CK / 8), rk, CKT_CEIL_DIV(R, rk));
+    ckt__fmha_page_copy(sk, kbase, id, pos, num_pages, k_page_stride, k_row_stride, cols_k, R, CK, T, tid);
+    if (CV != CK) {
+        const int rv = T / (CV / 8);
+        ckt__fmha_page_rows(id, pos, kv, page_size, n0, tid / (CV / 8), rv, CKT_CEIL_DIV(R, rv));
+    }
+    ckt__fmha_page_copy(sv, vbase, id, pos, num_pages, v_page_stride, v_row_stride, cols_v, R, CV, T, tid);
 }
 
 #endif /* CKT_FMHA_PAGE_H */

@@ -399,6 +399,12 @@ std::vector<Case> cases()
         c.cbi = ps == 3;
         add(c);
     }
+    {
+        Case c; // K and V of different widths walk their pages apart (192 / 128)
+        c.kv = kVllm, c.page_size = 16, c.d = 192, c.dv = 128, c.sq = {40}, c.sk = {150, 61};
+        c.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT;
+        add(c);
+    }
     // paged, sglang tables
     for (int ps : {1, 16, 100}) {
         Case c;
