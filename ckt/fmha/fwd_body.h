@@ -234,6 +234,8 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
         ckt_fmha_split_range(nblocks, splits, t.split, &first, &nblocks);
         n_lo += first * BN;
     }
+    /* a paged pool whose pages hold whole key tiles (tiles start at multiples of BN) */
+    const int page_tiles = kv.ids && pg.page_size % BN == 0;
     /* windows at the first tile (for a paged pool only their origin moves) */
     ckt_window2d wk = ckt_window2d_make(ckt_view2d_make((void *)kp, kv.sk, a.hdim_q, a.k_stride_s), n_lo, 0);
     ckt_window2d wv = ckt_window2d_make(ckt_view2d_make((void *)vp, kv.sk, a.hdim_v, a.v_stride_s), n_lo, 0);
@@ -247,7 +249,12 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
  * paged pool (ckt/fmha/page.h), else the contiguous tile */
 #define CKT__FMHA_LOAD_KV(st)                                                                                   \
     do {                                                                                                        \
-        if (kv.ids) {                                                                                           \
+        if (kv.ids && page_tiles) { /* pages hold whole key tiles: one page id a tile */                      \
+            ckt_fmha_page_load_tile_async(CKT__FMHA_SK(st), kp, &kv, pg.page_size, pg.num_pages, a.k_stride_b,   \
+                                          a.k_stride_s, (int)wk.row0, a.hdim_q, BN, D, CKT__FMHA_THREADS, tid); \
+            ckt_fmha_page_load_tile_async(CKT__FMHA_SV(st), vp, &kv, pg.page_size, pg.num_pages, a.v_stride_b,   \
+                                          a.v_stride_s, (int)wv.row0, a.hdim_v, BN, DV, CKT__FMHA_THREADS, tid);\
+        } else if (kv.ids) {                                                                                    \
             ckt_fmha_page_load_kv_async(CKT__FMHA_SK(st), CKT__FMHA_SV(st), kp, vp, &kv, pg.page_size,            \
                                         pg.num_pages, a.k_stride_b, a.k_stride_s, a.v_stride_b, a.v_stride_s,   \
                                         (int)wk.row0, a.hdim_q, a.hdim_v, BN, D, DV, CKT__FMHA_THREADS, tid);   \

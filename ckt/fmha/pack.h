@@ -32,12 +32,12 @@ CKT_INLINE CKT_DEVICE void ckt_fmha_pack_load_q_async(ckt_smem_tile s, const uin
 {
     const int vpr = C / 8, r0 = tid / vpr, c = (tid % vpr) * 8, rstep = T / vpr;
     const unsigned bytes = c < cols ? 16u : 0u; /* cols is a multiple of 8 */
-    if (r0 >= rstep)
+    if (T % vpr != 0 && r0 >= rstep)
         return; /* T not a multiple of C / 8: the last threads have no row */
     CKT_UNROLL
     for (int i = 0; i < CKT_CEIL_DIV(R, rstep); i++) {
         const int r = r0 + i * rstep;
-        if (r >= R)
+        if (R % rstep != 0 && r >= R) /* rows r0 < rstep: only a ragged last step */
             break;
         const int m = m0 + r, qi = m / g, hh = m - qi * g;
         const unsigned n = qi < sq ? bytes : 0u;

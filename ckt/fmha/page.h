@@ -144,11 +144,11 @@ CKT_INLINE CKT_DEVICE void ckt__fmha_page_copy(ckt_smem_tile s, const uint16_t *
 {
     const int vpr = C / 8, r0 = tid / vpr, c = (tid % vpr) * 8, rstep = T / vpr;
     const unsigned bytes = c < cols ? 16u : 0u; /* cols is a multiple of 8 */
-    if (r0 >= rstep)
+    if (T % vpr != 0 && r0 >= rstep)
         return; /* T not a multiple of C / 8: the last threads have no row */
     CKT_UNROLL
     for (int i = 0; i < CKT_CEIL_DIV(R, rstep); i++) {
-        if (r0 + i * rstep >= R)
+        if (R % rstep != 0 && r0 + i * rstep >= R) /* rows r0 < rstep: only a ragged last step */
             break;
         const unsigned n = id[i] >= 0 && id[i] < num_pages ? bytes : 0u;
         const uint16_t *g = base + (n ? (int64_t)id[i] * page_stride + (int64_t)pos[i] * row_stride + c : 0);
@@ -156,15 +156,18 @@ CKT_INLINE CKT_DEVICE void ckt__fmha_page_copy(ckt_smem_tile s, const uint16_t *
     }
 }
 
-/* A tile that lies in one page (page size a multiple of R, n0 a multiple of
- * R): one page id for the block, then rows at a constant stride. */
-CKT_INLINE CKT_DEVICE void ckt__fmha_page_copy_one(ckt_smem_tile s, const uint16_t *base, const ckt_fmha_kv *kv,
+/* Issues the asynchronous copy of key rows n0 .. n0 + R that lie in one
+ * page (page size a multiple of R, n0 a multiple of R) into the shared tile
+ * s (R x C), by T threads (this one: tid): one page id for the block, then
+ * rows at a constant stride; rows past kv->sk, columns past cols and a bad
+ * page id give zeros. */
+CKT_INLINE CKT_DEVICE void ckt_fmha_page_load_tile_async(ckt_smem_tile s, const uint16_t *base, const ckt_fmha_kv *kv,
                                                    int page_size, int num_pages, int64_t page_stride,
                                                    int64_t row_stride, int n0, int cols, int R, int C, int T, int tid)
 {
     const int vpr = C / 8, r0 = tid / vpr, c = (tid % vpr) * 8, rstep = T / vpr;
     const unsigned bytes = c < cols ? 16u : 0u;
-    if (r0 >= rstep)
+    if (T % vpr != 0 && r0 >= rstep)
         return; /* T not a multiple of C / 8: the last threads have no row */
     const int p = n0 / page_size;
     const int32_t id = n0 < kv->sk ? kv->ids[p] : -1;
@@ -172,7 +175,7 @@ CKT_INLINE CKT_DEVICE void ckt__fmha_page_copy_one(ckt_smem_tile s, const uint16
     const uint16_t *g = base + (ok ? (int64_t)id * page_stride + (int64_t)(n0 - p * page_size + r0) * row_stride + c : 0);
     CKT_UNROLL
     for (int i = 0; i < CKT_CEIL_DIV(R, rstep); i++) {
-        if (r0 + i * rstep >= R)
+        if (R % rstep != 0 && r0 + i * rstep >= R) /* rows r0 < rstep: only a ragged last step */
             break;
         const unsigned n = ok && n0 + r0 + i * rstep < kv->sk ? bytes : 0u;
         ckt_cp_async_16(ckt_smem_tile_ptr(s, r0 + i * rstep, c), g + (n ? (int64_t)i * rstep * row_stride : 0), n);
@@ -180,7 +183,8 @@ CKT_INLINE CKT_DEVICE void ckt__fmha_page_copy_one(ckt_smem_tile s, const uint16
 }
 
 /* Issues the asynchronous copies of key rows n0 .. n0 + R of a paged pool
- * into the shared tiles sk (R x CK, the K pool at kbase) and sv (R x CV,
+ * (any page size; ckt_fmha_page_load_tile_async is the faster path for
+ * pages that hold whole tiles) into the shared tiles sk (R x CK, the K pool at kbase) and sv (R x CV,
  * the V pool at vbase), by T threads (this one: tid), like
  * ckt_smem_tile_load_async: rows past kv->sk, columns past cols_k / cols_v
  * and rows on a bad page id become zeros. The bases are the pools at this
@@ -195,11 +199,6 @@ CKT_INLINE CKT_DEVICE void ckt_fmha_page_load_kv_async(ckt_smem_tile sk, ckt_sme
                                                        int64_t v_page_stride, int64_t v_row_stride, int n0,
                                                        int cols_k, int cols_v, int R, int CK, int CV, int T, int tid)
 {
-    if (page_size % R == 0 && n0 % R == 0) {
-        ckt__fmha_page_copy_one(sk, kbase, kv, page_size, num_pages, k_page_stride, k_row_stride, n0, cols_k, R, CK, T, tid);
-        ckt__fmha_page_copy_one(sv, vbase, kv, page_size, num_pages, v_page_stride, v_row_stride, n0, cols_v, R, CV, T, tid);
-        return;
-    }
     int32_t id[CKT_FMHA_PAGE_ROWS_MAX];
     int pos[CKT_FMHA_PAGE_ROWS_MAX];
     const int rk = T / (CK / 8);
