@@ -47,6 +47,7 @@
 
 #include "ckt/arch/arch.h"
 #include "ckt/fmha/args.h"
+#include "ckt/fmha/page.h"
 #include "ckt/fmha/rope.h"
 #include "ckt/fmha/seqlen.h"
 #include "ckt/fmha/validate.h"
@@ -179,12 +180,15 @@ CKT_KERNEL_BOUNDS(CKT__AKV_FN(_kernel), ckt_fmha_appendkv_args, a, CKT__AKV_THRE
     const int rd = a.rotary_dim, inter = a.rotary_interleaved;
     const int64_t len = a.seqlen_k_ptr ? (int64_t)a.seqlen_k_ptr[b] : (int64_t)a.seqlen_k;
     /* positions this call may use: the cache's rows, and the tables' when rotating */
-    const int64_t pos_end = rd > 0 && a.rotary_max_pos < a.cache_seqlen ? a.rotary_max_pos : a.cache_seqlen;
+    const int64_t cap = a.page_size > 0 ? (int64_t)a.max_pages_per_seq * a.page_size : (int64_t)a.cache_seqlen;
+    const int64_t pos_end = rd > 0 && a.rotary_max_pos < cap ? a.rotary_max_pos : cap;
 
     /* >>append: Kc[cb][h][len + t] = rope(Knew[b][h][t], len + t), Vc[cb][h][len + t] = Vnew[b][h][t] */
     const int cb = a.cache_batch_idx ? (int)a.cache_batch_idx[b] : b;
     /* a bad device index is skipped (the host checks it where it can read it) */
     const int cb_ok = cb >= 0 && cb < (a.cache_batch > 0 ? a.cache_batch : a.batch);
+    /* its rows: contiguous, or through the block table (ckt/fmha/page.h) */
+    const ckt_fmha_kv kv = ckt_fmha_cache_entry(a.page_size > 0 ? a.block_table : NULL, a.max_pages_per_seq, cb, (int)cap);
     if (h < a.nhead_k && r0 < a.seqlen_knew && cb_ok) {
         const uint16_t *kn = (const uint16_t *)a.k_new + ckt_fmha_row_offset(0, b, h, 0, a.knew_stride_b, a.knew_stride_h, a.knew_stride_s);
         const uint16_t *vn = (const uint16_t *)a.v_new + ckt_fmha_row_offset(0, b, h, 0, a.vnew_stride_b, a.vnew_stride_h, a.vnew_stride_s);
@@ -195,7 +199,10 @@ CKT_KERNEL_BOUNDS(CKT__AKV_FN(_kernel), ckt_fmha_appendkv_args, a, CKT__AKV_THRE
             const int64_t pos = len + t;
             if (t >= a.seqlen_knew || pos < 0 || pos >= pos_end)
                 continue;
-            uint16_t *kc = (uint16_t *)a.k_cache + ckt_fmha_row_offset(0, cb, h, pos, a.k_stride_b, a.k_stride_h, a.k_stride_s);
+            const int64_t off = ckt_fmha_kv_row(&kv, a.page_size, a.num_pages, a.k_stride_b, a.k_stride_s, pos);
+            if (off < 0)
+                continue; /* a bad page id: skipped (the host checks the table where it can read it) */
+            uint16_t *kc = (uint16_t *)a.k_cache + h * a.k_stride_h + off;
             const int64_t row = rd > 0 ? ckt_fmha_rope_row(pos, rd) : 0;
             CKT__AKV_FN(_unit)(kc, kn + (int64_t)t * a.knew_stride_s, u, a.hdim_q, rd, inter, a.rotary_cos + row, a.rotary_sin + row);
         }
@@ -204,7 +211,10 @@ CKT_KERNEL_BOUNDS(CKT__AKV_FN(_kernel), ckt_fmha_appendkv_args, a, CKT__AKV_THRE
             const int64_t pos = len + t;
             if (t >= a.seqlen_knew || pos < 0 || pos >= pos_end)
                 continue;
-            uint16_t *vc = (uint16_t *)a.v_cache + ckt_fmha_row_offset(0, cb, h, pos, a.v_stride_b, a.v_stride_h, a.v_stride_s);
+            const int64_t off = ckt_fmha_kv_row(&kv, a.page_size, a.num_pages, a.v_stride_b, a.v_stride_s, pos);
+            if (off < 0)
+                continue;
+            uint16_t *vc = (uint16_t *)a.v_cache + h * a.v_stride_h + off;
             CKT__AKV_FN(_unit)(vc, vn + (int64_t)t * a.vnew_stride_s, u, a.hdim_v, 0, 0, NULL, NULL);
         }
     }

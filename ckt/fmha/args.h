@@ -211,7 +211,9 @@ typedef struct ckt_fmha_bwd_args {
  * are the new tokens). Q is rotated in place; copy it first to keep it.
  *
  * The cache after the append holds len_b + s_knew rows of entry b: attend
- * to it with ckt_fmha_fwd (docs/fmha_appendkv.md gives the two-call recipe).
+ * to it with ckt_fmha_fwd (docs/fmha_appendkv.md gives the two-call recipe;
+ * the forward reads a contiguous or paged cache with the same
+ * cache_batch_idx and block table directly: docs/fmha_inference.md).
  *
  * Layouts: strides in elements, unit stride on d, like the forward's.
  * k_new / v_new: [batch][nhead_k][s_knew][d] through knew_stride_* /
@@ -257,6 +259,15 @@ typedef struct ckt_fmha_appendkv_args {
     int rotary_interleaved; /* 1: pairs (2u, 2u + 1); 0: (u, u + rotary_dim / 2) */
     const float *rotary_cos, *rotary_sin; /* device, [rotary_max_pos][rotary_dim / 2] */
     int rotary_max_pos;
+
+    /* A paged cache (vLLM block table, like ckt_fmha_fwd_args'): page_size
+     * > 0 makes k_cache / v_cache pools of num_pages pages, k_stride_b the
+     * page stride; position pos of cache row cb is row pos % page_size of
+     * page block_table[cb * max_pages_per_seq + pos / page_size]; the
+     * capacity is max_pages_per_seq * page_size (cache_seqlen unused). */
+    int page_size, num_pages;
+    const int32_t *block_table; /* device, [cache_batch][max_pages_per_seq] */
+    int max_pages_per_seq;
 } ckt_fmha_appendkv_args;
 
 /* The mask's window, visibility predicate and tile ranges: ckt/fmha/mask.h. */

@@ -95,6 +95,19 @@ CKT_INLINE CKT_HOST_DEVICE ckt_fmha_kv ckt_fmha_kv_resolve(const ckt_fmha_paging
     return kv;
 }
 
+/* A cache entry's rows for a writer (append-KV): contiguous entry cb (block
+ * table NULL), or the row cb of a vLLM block table; capacity rows. */
+CKT_INLINE CKT_HOST_DEVICE ckt_fmha_kv ckt_fmha_cache_entry(const int32_t *block_table, int max_pages, int cb,
+                                                            int capacity)
+{
+    ckt_fmha_kv kv;
+    kv.cb = cb;
+    kv.ids = block_table ? block_table + (int64_t)cb * max_pages : 0;
+    kv.npages = block_table ? max_pages : 0;
+    kv.sk = capacity;
+    return kv;
+}
+
 /* Element offset of key row j (0 <= j < kv.sk) of the entry's head 0 in a
  * tensor of strides (stride_b, stride_s): the page's (paged: stride_b is the
  * page stride) or the cache entry's; -1 for a page id outside [0, num_pages). */

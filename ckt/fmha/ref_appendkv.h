@@ -19,6 +19,7 @@
 #define CKT_FMHA_REF_APPENDKV_H
 
 #include "ckt/fmha/args.h"
+#include "ckt/fmha/page.h"
 #include "ckt/fmha/rope.h"
 #include "ckt/fmha/seqlen.h"
 #include "ckt/fmha/validate.h"
@@ -61,15 +62,20 @@ static inline ckt_status ckt_ref_fmha_appendkv(const ckt_fmha_appendkv_args *h)
     for (int b = 0; b < h->batch; b++) {
         const int64_t len = h->seqlen_k_ptr ? h->seqlen_k_ptr[b] : h->seqlen_k;
         const int cb = h->cache_batch_idx ? h->cache_batch_idx[b] : b;
+        /* the entry's cache rows: contiguous or paged (ckt/fmha/page.h) */
+        const ckt_fmha_kv kv = ckt_fmha_cache_entry(h->page_size > 0 ? h->block_table : NULL, h->max_pages_per_seq, cb,
+                                                    (int)ckt_fmha_appendkv_capacity(h));
         for (int hk = 0; hk < h->nhead_k; hk++)
             for (int t = 0; t < h->seqlen_knew; t++) {
                 const int64_t pos = len + t;
+                const int64_t ko = ckt_fmha_kv_row(&kv, h->page_size, h->num_pages, h->k_stride_b, h->k_stride_s, pos);
+                const int64_t vo = ckt_fmha_kv_row(&kv, h->page_size, h->num_pages, h->v_stride_b, h->v_stride_s, pos);
                 ckt__ref_fmha_rope_row(
-                    (uint16_t *)h->k_cache + ckt_fmha_row_offset(0, cb, hk, pos, h->k_stride_b, h->k_stride_h, h->k_stride_s),
+                    (uint16_t *)h->k_cache + hk * h->k_stride_h + ko,
                     (const uint16_t *)h->k_new + ckt_fmha_row_offset(0, b, hk, t, h->knew_stride_b, h->knew_stride_h, h->knew_stride_s),
                     h->hdim_q, pos, rd, h->rotary_interleaved, h->rotary_cos, h->rotary_sin, h->dtype);
                 ckt__ref_fmha_rope_row(
-                    (uint16_t *)h->v_cache + ckt_fmha_row_offset(0, cb, hk, pos, h->v_stride_b, h->v_stride_h, h->v_stride_s),
+                    (uint16_t *)h->v_cache + hk * h->v_stride_h + vo,
                     (const uint16_t *)h->v_new + ckt_fmha_row_offset(0, b, hk, t, h->vnew_stride_b, h->vnew_stride_h, h->vnew_stride_s),
                     h->hdim_v, pos, 0, 0, NULL, NULL, h->dtype);
             }

@@ -452,6 +452,13 @@ static inline ckt_status ckt__fmha_check_lse(const float *lse, int64_t sb, int64
     return ckt__fmha_check_stride(sh, "lse_stride_h", c->nhead_q, 0);
 }
 
+/* Rows a cache entry of an append holds: cache_seqlen, or with a paged
+ * cache max_pages_per_seq x page_size. */
+static inline int64_t ckt_fmha_appendkv_capacity(const ckt_fmha_appendkv_args *a)
+{
+    return a->page_size > 0 ? (int64_t)a->max_pages_per_seq * a->page_size : (int64_t)a->cache_seqlen;
+}
+
 /* >>the forward's KV cache and split-KV (ckt/fmha/args.h, the inference fields) */
 
 /* A paged pool: pointer, strides (page, head, position in page) for
@@ -710,10 +717,12 @@ static inline ckt_status ckt__fmha_appendkv_check_len(const ckt_fmha_appendkv_ar
 {
     if (len < 0)
         return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "%s: %lld is negative", name, (long long)len);
-    if (a->seqlen_knew > 0 && len + a->seqlen_knew > a->cache_seqlen) /* (no append: the cache is not touched) */
+    if (a->seqlen_knew > 0 && len + a->seqlen_knew > ckt_fmha_appendkv_capacity(a)) /* (no append: the cache is not touched) */
         return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
-                         "%s: %lld + seqlen_knew %d = %lld exceeds cache_seqlen %d (the cache would overflow)", name,
-                         (long long)len, a->seqlen_knew, (long long)(len + a->seqlen_knew), a->cache_seqlen);
+                         "%s: %lld + seqlen_knew %d = %lld exceeds %s %lld (the cache would overflow)", name,
+                         (long long)len, a->seqlen_knew, (long long)(len + a->seqlen_knew),
+                         a->page_size > 0 ? "max_pages_per_seq x page_size" : "cache_seqlen",
+                         (long long)ckt_fmha_appendkv_capacity(a));
     if (a->rotary_dim > 0) {
         const int64_t need = len + (rows_q > a->seqlen_knew ? rows_q : a->seqlen_knew);
         if (need > a->rotary_max_pos)
@@ -738,6 +747,21 @@ static inline ckt_status ckt_fmha_appendkv_check_arrays(const ckt_fmha_appendkv_
             char name[40];
             snprintf(name, sizeof name, "seqlen_k_ptr[%d]", b);
             CKT__FMHA_TRY(ckt__fmha_appendkv_check_len(a, a->seqlen_k_ptr[b], ckt_fmha_appendkv_rotates_q(a) ? ckt__fmha_appendkv_rows_q(a, b) : 0, name));
+        }
+    }
+    if (a->page_size > 0 && a->seqlen_knew > 0 && a->nhead_k > 0) { /* the pages the append writes */
+        for (int b = 0; b < a->batch; b++) {
+            const int64_t len = a->seqlen_k_ptr ? a->seqlen_k_ptr[b] : a->seqlen_k;
+            const int cb = a->cache_batch_idx ? a->cache_batch_idx[b] : b;
+            if (cb < 0 || cb >= cache_batch)
+                continue; /* reported below */
+            for (int64_t p = len / a->page_size; p <= (len + a->seqlen_knew - 1) / a->page_size; p++) {
+                const int32_t id = a->block_table[(int64_t)cb * a->max_pages_per_seq + p];
+                if (id < 0 || id >= a->num_pages)
+                    return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
+                                     "block_table: [%d][%lld] = %d (entry %d's page %lld) is outside [0, num_pages %d)",
+                                     cb, (long long)p, (int)id, b, (long long)p, a->num_pages);
+            }
         }
     }
     if (a->cache_batch_idx && a->seqlen_knew > 0 && a->nhead_k > 0) {
@@ -779,6 +803,19 @@ static inline ckt_status ckt_fmha_appendkv_validate(const ckt_fmha_appendkv_args
         return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "rotary_interleaved: %d (1 = pairs (2i, 2i+1), 0 = half-split)",
                          a->rotary_interleaved);
     const int cache_batch = a->cache_batch > 0 ? a->cache_batch : a->batch;
+    if (a->page_size < 0)
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "page_size: %d is negative (0 = a contiguous cache)", a->page_size);
+    if (a->page_size == 0 && (a->block_table || a->num_pages || a->max_pages_per_seq))
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "%s: set, but page_size is 0 (no paged cache)",
+                         a->block_table ? "block_table" : a->num_pages ? "num_pages" : "max_pages_per_seq");
+    if (a->page_size > 0) {
+        CKT__FMHA_TRY(ckt__fmha_check_ptr(a->block_table, "block_table", 4));
+        if (a->num_pages <= 0)
+            return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "num_pages: %d (the pool's pages, >= 1)", a->num_pages);
+        if (a->max_pages_per_seq <= 0)
+            return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "max_pages_per_seq: %d (block_table's row length, >= 1)",
+                             a->max_pages_per_seq);
+    }
     if (!a->cache_batch_idx && cache_batch < a->batch)
         return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
                          "cache_batch: %d entries for batch %d (without cache_batch_idx entry b writes cache row b)",
@@ -797,11 +834,13 @@ static inline ckt_status ckt_fmha_appendkv_validate(const ckt_fmha_appendkv_args
                                              a->knew_stride_s, &c, a->nhead_k, a->seqlen_knew, a->hdim_q, "hdim_q", 0));
         CKT__FMHA_TRY(ckt__fmha_check_tensor(a->v_new, "v_new", "vnew", a->vnew_stride_b, a->vnew_stride_h,
                                              a->vnew_stride_s, &c, a->nhead_k, a->seqlen_knew, a->hdim_v, "hdim_v", 0));
-        c.batch = cache_batch;
+        /* the cache: cache_batch entries of cache_seqlen rows, or num_pages pages of page_size */
+        c.batch = a->page_size > 0 ? a->num_pages : cache_batch;
+        const int rows = a->page_size > 0 ? a->page_size : a->cache_seqlen;
         CKT__FMHA_TRY(ckt__fmha_check_tensor(a->k_cache, "k_cache", "k", a->k_stride_b, a->k_stride_h, a->k_stride_s,
-                                             &c, a->nhead_k, a->cache_seqlen, a->hdim_q, "hdim_q", 1));
+                                             &c, a->nhead_k, rows, a->hdim_q, "hdim_q", 1));
         CKT__FMHA_TRY(ckt__fmha_check_tensor(a->v_cache, "v_cache", "v", a->v_stride_b, a->v_stride_h, a->v_stride_s,
-                                             &c, a->nhead_k, a->cache_seqlen, a->hdim_v, "hdim_v", 1));
+                                             &c, a->nhead_k, rows, a->hdim_v, "hdim_v", 1));
     }
     if (ckt_fmha_appendkv_rotates_q(a)) {
         c.batch = a->batch;

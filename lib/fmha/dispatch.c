@@ -425,6 +425,10 @@ size_t ckt_fmha_appendkv_args_offset(const char *field)
     CKT__FMHA_FIELD(rotary_cos)
     CKT__FMHA_FIELD(rotary_sin)
     CKT__FMHA_FIELD(rotary_max_pos)
+    CKT__FMHA_FIELD(page_size)
+    CKT__FMHA_FIELD(num_pages)
+    CKT__FMHA_FIELD(block_table)
+    CKT__FMHA_FIELD(max_pages_per_seq)
     return (size_t)-1;
 #undef CKT__FMHA_STRIDES
 #undef CKT__FMHA_FIELD

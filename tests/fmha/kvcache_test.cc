@@ -609,6 +609,134 @@ TEST(KvCachePaged, PoolPast4GB)
 #endif
 }
 
+// Append-KV into a paged cache (vLLM table, rotary on K and Q), then the
+// forward over the same pages: the pool against the append's reference on a
+// host copy, every byte outside the written rows untouched, and the
+// attention against the forward's reference over the reference's pool.
+struct PagedAppend {
+    int page_size, rd, inter, cbi;
+};
+
+class KvCachePagedAppend : public ::testing::TestWithParam<PagedAppend> {};
+
+TEST_P(KvCachePagedAppend, WritesThePagesThenAttends)
+{
+    const PagedAppend &pa = GetParam();
+    const ckt_dtype dt = CKT_BF16;
+    const int B = 3, H = 4, HK = 2, D = 64, S_NEW = 5, PS = pa.page_size;
+    const std::vector<int32_t> len = {0, 17, 40};
+    const int max_pages = (40 + S_NEW + PS - 1) / PS + 1, cache_batch = B + (pa.cbi ? 1 : 0);
+    const int num_pages = cache_batch * max_pages + 2;
+    std::mt19937 rng(7u + (unsigned)PS);
+    std::vector<int32_t> ids(num_pages), table((size_t)cache_batch * max_pages), cbi(B);
+    std::iota(ids.begin(), ids.end(), 0);
+    std::shuffle(ids.begin(), ids.end(), rng);
+    for (size_t i = 0; i < table.size(); i++)
+        table[i] = ids[i];
+    for (int b = 0; b < B; b++)
+        cbi[b] = pa.cbi ? B - b : b;
+    // pool [page][pos][hk][d], all filled (old tokens and garbage alike)
+    const int64_t ss = (int64_t)HK * D, sp = PS * ss;
+    std::vector<uint16_t> kc((size_t)num_pages * sp), vc(kc.size()), q((size_t)B * S_NEW * H * D);
+    std::vector<uint16_t> kn((size_t)B * S_NEW * HK * D), vn(kn.size());
+    ASSERT_EQ(ckt_fill(kc.data(), dt, kc.size(), ckt_init_uniform(-1, 1), 1), CKT_SUCCESS);
+    ASSERT_EQ(ckt_fill(vc.data(), dt, vc.size(), ckt_init_uniform(-1, 1), 2), CKT_SUCCESS);
+    ASSERT_EQ(ckt_fill(q.data(), dt, q.size(), ckt_init_uniform(-1, 1), 3), CKT_SUCCESS);
+    ASSERT_EQ(ckt_fill(kn.data(), dt, kn.size(), ckt_init_uniform(-1, 1), 4), CKT_SUCCESS);
+    ASSERT_EQ(ckt_fill(vn.data(), dt, vn.size(), ckt_init_uniform(-1, 1), 5), CKT_SUCCESS);
+    const int max_pos = 64;
+    std::vector<float> cs((size_t)max_pos * std::max(pa.rd / 2, 1)), sn(cs.size());
+    for (int p = 0; p < max_pos; p++)
+        for (int u = 0; u < pa.rd / 2; u++) {
+            const double th = p * pow(10000.0, -2.0 * u / std::max(pa.rd, 1));
+            cs[(size_t)p * (pa.rd / 2) + u] = (float)cos(th);
+            sn[(size_t)p * (pa.rd / 2) + u] = (float)sin(th);
+        }
+    ckt_fmha_appendkv_args a = CKT_ZERO_INIT;
+    a.dtype = dt, a.batch = B, a.nhead_q = H, a.nhead_k = HK, a.hdim_q = a.hdim_v = D;
+    a.seqlen_q = S_NEW, a.seqlen_knew = S_NEW, a.seqlen_k = 40;
+    a.q_stride_s = (int64_t)H * D, a.q_stride_h = D, a.q_stride_b = S_NEW * a.q_stride_s;
+    a.knew_stride_s = a.vnew_stride_s = ss, a.knew_stride_h = a.vnew_stride_h = D;
+    a.knew_stride_b = a.vnew_stride_b = S_NEW * ss;
+    a.k_stride_b = a.v_stride_b = sp, a.k_stride_s = a.v_stride_s = ss, a.k_stride_h = a.v_stride_h = D;
+    a.page_size = PS, a.num_pages = num_pages, a.max_pages_per_seq = max_pages;
+    a.cache_batch = cache_batch;
+    a.rotary_dim = pa.rd, a.rotary_interleaved = pa.inter, a.rotary_max_pos = max_pos;
+    // the reference on host copies
+    std::vector<uint16_t> kc_ref = kc, vc_ref = vc, q_ref = q;
+    ckt_fmha_appendkv_args h = a;
+    h.q = q_ref.data(), h.k_new = kn.data(), h.v_new = vn.data(), h.k_cache = kc_ref.data(), h.v_cache = vc_ref.data();
+    h.block_table = table.data(), h.seqlen_k_ptr = len.data(), h.cache_batch_idx = pa.cbi ? cbi.data() : nullptr;
+    h.rotary_cos = pa.rd ? cs.data() : nullptr, h.rotary_sin = pa.rd ? sn.data() : nullptr;
+    ASSERT_EQ(ckt_ref_fmha_appendkv(&h), CKT_SUCCESS) << ckt_last_error();
+    // the kernel
+    FmhaDeviceBuffers bufs;
+    ckt_fmha_appendkv_args d = h;
+    d.q = bufs.dev(q.data(), q.size() * 2);
+    d.k_new = bufs.dev(kn.data(), kn.size() * 2), d.v_new = bufs.dev(vn.data(), vn.size() * 2);
+    d.k_cache = bufs.dev(kc.data(), kc.size() * 2), d.v_cache = bufs.dev(vc.data(), vc.size() * 2);
+    d.block_table = (const int32_t *)bufs.dev(table.data(), table.size() * 4);
+    d.seqlen_k_ptr = (const int32_t *)bufs.dev(len.data(), len.size() * 4);
+    d.cache_batch_idx = pa.cbi ? (const int32_t *)bufs.dev(cbi.data(), cbi.size() * 4) : nullptr;
+    d.rotary_cos = pa.rd ? (const float *)bufs.dev(cs.data(), cs.size() * 4) : nullptr;
+    d.rotary_sin = pa.rd ? (const float *)bufs.dev(sn.data(), sn.size() * 4) : nullptr;
+    ASSERT_EQ(ckt_fmha_appendkv(&d, nullptr), CKT_SUCCESS) << ckt_last_error();
+    ASSERT_EQ(ckt_rt_device_synchronize(), CKT_SUCCESS);
+    std::vector<uint16_t> kc_got(kc.size()), vc_got(vc.size()), q_got(q.size());
+    ASSERT_EQ(ckt_rt_memcpy(kc_got.data(), d.k_cache, kc.size() * 2, CKT_D2H), CKT_SUCCESS);
+    ASSERT_EQ(ckt_rt_memcpy(vc_got.data(), d.v_cache, vc.size() * 2, CKT_D2H), CKT_SUCCESS);
+    ASSERT_EQ(ckt_rt_memcpy(q_got.data(), d.q, q.size() * 2, CKT_D2H), CKT_SUCCESS);
+    size_t k_diff = 0, v_diff = 0, q_diff = 0, written = 0;
+    for (size_t i = 0; i < kc.size(); i++) {
+        const float x = ckt_load_f32(kc_got.data(), dt, i), y = ckt_load_f32(kc_ref.data(), dt, i);
+        k_diff += std::fabs(x - y) > 1e-2f * (1.0f + std::fabs(y)); // one bf16 rounding of the rotation
+        v_diff += vc_got[i] != vc_ref[i];                            // a copy: exact
+        written += kc_ref[i] != kc[i];
+    }
+    for (size_t i = 0; i < q.size(); i++)
+        q_diff += std::fabs(ckt_load_f32(q_got.data(), dt, i) - ckt_load_f32(q_ref.data(), dt, i)) >
+                  1e-2f * (1.0f + std::fabs(ckt_load_f32(q_ref.data(), dt, i)));
+    EXPECT_EQ(k_diff, 0u);
+    EXPECT_EQ(v_diff, 0u);
+    EXPECT_EQ(q_diff, 0u);
+    EXPECT_GT(written, (size_t)B * S_NEW * HK * D / 2) << "the append wrote (almost) nothing";
+    // attention over the updated pages: entry b sees len_b + S_NEW keys, its queries the last S_NEW
+    std::vector<int32_t> lk(B);
+    for (int b = 0; b < B; b++)
+        lk[b] = len[b] + S_NEW;
+    ckt_fmha_fwd_args f = CKT_ZERO_INIT;
+    f.dtype = dt, f.batch = B, f.nhead_q = H, f.nhead_k = HK, f.hdim_q = f.hdim_v = D;
+    f.seqlen_q = S_NEW, f.seqlen_k = 40 + S_NEW, f.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT;
+    f.q_stride_b = a.q_stride_b, f.q_stride_h = a.q_stride_h, f.q_stride_s = a.q_stride_s;
+    f.o_stride_b = a.q_stride_b, f.o_stride_h = a.q_stride_h, f.o_stride_s = a.q_stride_s;
+    f.k_stride_b = f.v_stride_b = sp, f.k_stride_s = f.v_stride_s = ss, f.k_stride_h = f.v_stride_h = D;
+    f.page_size = PS, f.num_pages = num_pages, f.max_pages_per_seq = max_pages, f.cache_batch = cache_batch;
+    ckt_fmha_fwd_args fh = f;
+    fh.q = q_ref.data(), fh.k = kc_ref.data(), fh.v = vc_ref.data(), fh.block_table = table.data();
+    fh.seqlen_k_ptr = lk.data(), fh.cache_batch_idx = pa.cbi ? cbi.data() : nullptr;
+    std::vector<float> o_ref(q.size(), 0.0f);
+    ASSERT_EQ(ckt_ref_fmha_fwd(&fh, o_ref.data(), nullptr), CKT_SUCCESS) << ckt_last_error();
+    ckt_fmha_fwd_args fd = f;
+    fd.q = d.q, fd.k = d.k_cache, fd.v = d.v_cache, fd.block_table = d.block_table, fd.cache_batch_idx = d.cache_batch_idx;
+    fd.seqlen_k_ptr = (const int32_t *)bufs.dev(lk.data(), lk.size() * 4);
+    fd.o = bufs.dev(nullptr, q.size() * 2);
+    ASSERT_EQ(ckt_fmha_fwd(&fd, nullptr), CKT_SUCCESS) << ckt_last_error();
+    ASSERT_EQ(ckt_rt_device_synchronize(), CKT_SUCCESS);
+    std::vector<uint16_t> o(q.size());
+    ASSERT_EQ(ckt_rt_memcpy(o.data(), fd.o, o.size() * 2, CKT_D2H), CKT_SUCCESS);
+    ckt_compare_result ro;
+    EXPECT_EQ(ckt_ref_fmha_compare(&ro, nullptr, &fh, o.data(), nullptr, o_ref.data(), nullptr, 1e-2, 1e-2), CKT_SUCCESS)
+        << ckt_last_error();
+}
+
+INSTANTIATE_TEST_SUITE_P(Pages, KvCachePagedAppend,
+                         ::testing::Values(PagedAppend{1, 0, 0, 0}, PagedAppend{16, 64, 1, 1}, PagedAppend{16, 32, 0, 0},
+                                           PagedAppend{48, 16, 0, 1}, PagedAppend{3, 64, 0, 0}),
+                         [](const ::testing::TestParamInfo<PagedAppend> &i) {
+                             return "ps" + std::to_string(i.param.page_size) + "_rd" + std::to_string(i.param.rd) +
+                                    (i.param.inter ? "_inter" : "") + (i.param.cbi ? "_cbi" : "");
+                         });
+
 // Bad arguments: a status naming the argument, nothing launched.
 TEST(KvCacheValidate, Errors)
 {
