@@ -14,6 +14,7 @@ sweep=$(dirname "$1")
 fwd=$(readlink -f "$2")
 bwd=$(readlink -f "$3")
 tiny=$4
+prefill=$(readlink -f "$5")
 tmp=${TEST_TMPDIR:-$(mktemp -d)}
 fails=0
 
@@ -40,6 +41,14 @@ expect_grep() { # expect_grep PATTERN FILE
 mkdir -p "$tmp/bin" "$tmp/stub"
 ln -sf "$fwd" "$tmp/bin/fmha_fwd"
 ln -sf "$bwd" "$tmp/bin/fmha_bwd"
+ln -sf "$prefill" "$tmp/bin/fmha_batch_prefill"
+
+# >>0. batch prefill over a paged cache: two page sizes, GB/s from the example's K/V bytes
+expect_rc 0 "$tmp/log0" python3 "$sweep" --example prefill --page_block_size 3,16 --b 2 --s "9;4,1" \
+  --s_k "40;33,20" --bin-dir "$tmp/bin" --out "$tmp/out0" --sdpa off --plot off
+expect_grep "prefill" "$tmp/log0"
+[ "$(grep -c ',yes,' "$tmp/out0/sweep.csv" 2>/dev/null || echo 0)" -ge 4 ] ||
+  { fail "prefill: want 4 valid rows in $tmp/out0/sweep.csv"; cat "$tmp/out0/sweep.csv" >&2 || true; }
 
 # >>1. the JSON grid: 4 valid points
 expect_rc 0 "$tmp/log1" python3 "$sweep" --grid "$tiny" --bin-dir "$tmp/bin" --out "$tmp/out1" --sdpa off

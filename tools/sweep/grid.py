@@ -23,6 +23,7 @@ EXAMPLE_ALIASES = {
     "fwd": "fwd", "fmha_fwd": "fwd",
     "bwd": "bwd", "fmha_bwd": "bwd",
     "appendkv": "appendkv", "fwd_appendkv": "appendkv", "fmha_fwd_appendkv": "appendkv",
+    "prefill": "prefill", "batch_prefill": "prefill", "fmha_batch_prefill": "prefill",
 }
 
 # The order in which a point's options are printed and become CSV columns; the rest follow

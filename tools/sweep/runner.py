@@ -12,7 +12,8 @@ import subprocess
 import time
 
 # short name -> the example's binary (the GPU build appends _gpu)
-BINARIES = {"fwd": "fmha_fwd", "bwd": "fmha_bwd", "appendkv": "fmha_fwd_appendkv"}
+BINARIES = {"fwd": "fmha_fwd", "bwd": "fmha_bwd", "appendkv": "fmha_fwd_appendkv",
+            "prefill": "fmha_batch_prefill"}
 
 ELEMENT_BYTES = {"fp16": 2, "bf16": 2}
 
@@ -60,8 +61,9 @@ def fmha_bytes(example, r, options):
     """Bytes the kernel must move at least, each tensor once (docs/sweep.md#outputs):
     fwd: Q, K, V read, O written (+ LSE fp32 with -lse=1);
     bwd: Q, K, V, O, dO read, dQ, dK, dV written, LSE read (fp32);
-    appendkv: the example's own count (the forward over the cache: K and V read once)."""
-    if example == "appendkv":
+    appendkv: the example's own count (the forward over the cache: K and V read once);
+    prefill (and fwd over a KV cache): the example's kv_gbs, K and V read once."""
+    if example == "appendkv" or example == "prefill":
         return None
     es = ELEMENT_BYTES.get(r.get("prec"), 2)
     b, h, hk, d, dv = r["b"], r["h"], r["h_k"], r["d"], r["d_v"]
@@ -132,6 +134,8 @@ def run_point(index, point, binary, validate, timeout):
             row["bytes"] = None
         if row["bytes"] and row["ms"]:
             row["gbs"] = row["bytes"] / (row["ms"] * 1e-3) / 1e9
+        elif result.get("kv_gbs") is not None:  # a KV cache's figure of merit
+            row["gbs"] = result["kv_gbs"]
     row["valid"] = result.get("valid")
     if p.returncode == 1 or row["valid"] is False:
         row["status"], row["valid"] = "mismatch", False
