@@ -120,7 +120,9 @@ def _stream(t, stream):
 
 
 class Lib:
-    def __init__(self, path=None):
+    def __init__(self, path=None, check_abi=True):
+        """check_abi=False: skip the layout check, for an older library whose
+        ckt_fmha_fwd_args is a prefix of this one's (bench/fmha_ab.py)."""
         self.path = path or _default_path()
         self.lib = ctypes.CDLL(self.path)
         L = self.lib
@@ -132,10 +134,11 @@ class Lib:
         L.ckt_fmha_status_string.restype = ctypes.c_char_p
         L.ckt_fmha_fwd_args_offset.argtypes = [ctypes.c_char_p]
         L.ckt_fmha_fwd_args_offset.restype = ctypes.c_size_t
-        L.ckt_fmha_fwd_workspace_bytes.argtypes = [ctypes.POINTER(FwdArgs)]
-        L.ckt_fmha_fwd_workspace_bytes.restype = ctypes.c_size_t
-        L.ckt_fmha_fwd_num_splits.argtypes = [ctypes.POINTER(FwdArgs)]
-        L.ckt_fmha_fwd_num_splits.restype = _i32
+        if hasattr(L, "ckt_fmha_fwd_workspace_bytes"):  # libraries with the KV-cache fields
+            L.ckt_fmha_fwd_workspace_bytes.argtypes = [ctypes.POINTER(FwdArgs)]
+            L.ckt_fmha_fwd_workspace_bytes.restype = ctypes.c_size_t
+            L.ckt_fmha_fwd_num_splits.argtypes = [ctypes.POINTER(FwdArgs)]
+            L.ckt_fmha_fwd_num_splits.restype = _i32
         L.ckt_fmha_fwd_select.argtypes = [ctypes.POINTER(FwdArgs)]
         L.ckt_fmha_fwd_select.restype = ctypes.POINTER(ctypes.c_char_p)  # first field: const char *name
         # the backward: optional, so that a library without it still serves the forward
@@ -147,7 +150,8 @@ class Lib:
             L.ckt_fmha_bwd_workspace_bytes.restype = ctypes.c_size_t
             L.ckt_fmha_bwd_args_offset.argtypes = [ctypes.c_char_p]
             L.ckt_fmha_bwd_args_offset.restype = ctypes.c_size_t
-        self.check_abi()
+        if check_abi:
+            self.check_abi()
 
     @staticmethod
     def _abi_diff(struct, off):

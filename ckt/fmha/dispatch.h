@@ -9,7 +9,9 @@
  *
  * Instances, for fp16 and bf16 each (hdim_q / hdim_v):
  *   32/32  64/64  96/96  128/128  192/128  192/192  256/256
- * and decode instances (GQA packed, 16-row tiles) 64/64 128/128 256/256.
+ * each without the KV cache (plain tensors: the dispatcher's choice for them)
+ * and with it (`_kv_`: pages, split-KV, cache_batch_idx), and decode
+ * instances (GQA packed, 16-row tiles, with the KV cache) 64/64 128/128 256/256.
  * The call runs the cheapest instance whose head dims are >= the arguments'
  * (other multiples of 8 up to 256 run padded, e.g. 80 on 96/96, 128/64 on
  * 128/128), and returns CKT_ERROR_NO_INSTANCE, saying why, when none fits
@@ -46,6 +48,8 @@ typedef struct ckt_fmha_fwd_instance {
     ckt_status (*num_splits)(const ckt_fmha_fwd_args *a, int *splits);
     size_t (*workspace_bytes)(const ckt_fmha_fwd_args *a);
     int packs_gqa; /* a decode instance: GQA groups packed (ckt/fmha/pack.h) */
+    int kv_cache;  /* takes the KV cache (pages, split-KV, cache_batch_idx); the
+                    * instances without it are 2% faster on plain tensors */
 } ckt_fmha_fwd_instance;
 
 /* Calls with at most this many queries (seqlen_q) run on a decode instance

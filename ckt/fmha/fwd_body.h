@@ -13,6 +13,8 @@
  *   size_t     my_attn_d128_bf16_workspace_bytes(const ckt_fmha_fwd_args *a);   (split-KV)
  *   ckt_status my_attn_d128_bf16_num_splits(const ckt_fmha_fwd_args *a, int *splits);
  *   int        my_attn_d128_bf16_block_m, my_attn_d128_bf16_block_n   (the tile, enum constants)
+ * Optional: CKT_FMHA_KV_CACHE 0 compiles the instance without the KV cache
+ * (plain tensors only, 2% faster on H200; fits() declines cache calls).
  * and the kernels my_attn_d128_bf16_kernel and _combine_kernel (split-KV),
  * then #undefs the parameters, so a
  * translation unit may include the body again for another instance. Head dims
@@ -26,7 +28,7 @@
  *   (b, h, m0) = this block's tile                      ckt/fmha/schedule.h
  *   entry rows, GQA head, visible key tiles [n_lo, n_hi) ckt/fmha/seqlen.h, mask.h
  *   load Q_i; O = 0, m = -inf, l = 0                     ckt/fmha/softmax.h
- *   for each visible key tile j (K_j, V_j in a cp.async ring):
+ *   for each visible key tile j (K_j, V_j in a cp.async ring):   ckt/fmha/fwd_mainloop_body.h
  *       S = Q_i K_j^T                                    warp MMA (ckt/tile/mma.h)
  *       soft-cap; mask where the tile is cut            softmax.h, mask.h
  *       m_new = max(m, rowmax S); P = exp2(S f - m_new)  softmax.h (scale f folded
@@ -62,6 +64,13 @@
 #define CKT__FMHA_PACK CKT_FMHA_PACK_GQA
 #else
 #define CKT__FMHA_PACK 0
+#endif
+/* optional: 0 compiles the instance without the KV cache (no pages, no
+ * split-KV, no cache_batch_idx): its fits() declines such calls */
+#ifdef CKT_FMHA_KV_CACHE
+#define CKT__FMHA_KVC CKT_FMHA_KV_CACHE
+#else
+#define CKT__FMHA_KVC 1
 #endif
 
 #include "ckt/fmha/args.h"
@@ -191,7 +200,7 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
     /* >>the tile: (b, h, query rows m0 .. m0 + BM, key split) and its entry
      * (ckt/fmha/schedule.h, seqlen.h, page.h, mask.h); num_splits is the
      * launcher's resolved count */
-    const int splits = a.num_splits > 1 ? a.num_splits : 1;
+    const int splits = CKT__FMHA_KVC && a.num_splits > 1 ? a.num_splits : 1;
     const ckt_fmha_tile t = ckt_fmha_fwd_tile(BM, splits);
     /* g: tile rows per query; packed (ckt/fmha/pack.h), the grid's heads
      * are kv heads and h the group's first query head */
@@ -204,7 +213,12 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
         return; /* whole block past this entry's queries (group mode, or ragged grid) */
     const int i0 = m0 / g, ni = (m0 + BM - 1) / g - i0 + 1; /* the block's queries */
     const ckt_fmha_paging pg = CKT_FMHA_PAGING(a);
-    const ckt_fmha_kv kv = ckt_fmha_kv_resolve(&pg, sq.sk, b); /* the keys: contiguous or paged */
+    ckt_fmha_kv kv = ckt_fmha_kv_resolve(&pg, sq.sk, b); /* the keys: contiguous or paged */
+    if (!CKT__FMHA_KVC) { /* an instance without the KV cache: the plain tensors */
+        kv.ids = 0;
+        kv.cb = b;
+        kv.sk = sq.sk;
+    }
     const ckt_fmha_mask_params mask = ckt_fmha_mask_make(a.mask, a.window_left, a.window_right, sq.sq, kv.sk);
     const float scale = a.scale > 0.0f ? a.scale : 1.0f / sqrtf((float)a.hdim_q);
     const int wrow0 = m0 + warp * WM; /* this warp's first tile row */
@@ -245,16 +259,18 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
     ckt_smem_tile sQ = ckt_smem_tile_make(smem, CKT_SMEM_PADDED, D);
 #define CKT__FMHA_SK(st) ckt_smem_tile_make(smem + CKT__FMHA_Q_ELEMS + (st) * (CKT__FMHA_K_ELEMS + CKT__FMHA_V_ELEMS), CKT_SMEM_PADDED, D)
 #define CKT__FMHA_SV(st) ckt_smem_tile_make(smem + CKT__FMHA_Q_ELEMS + (st) * (CKT__FMHA_K_ELEMS + CKT__FMHA_V_ELEMS) + CKT__FMHA_K_ELEMS, CKT_SMEM_PADDED, DV)
-/* K/V tile at the windows' origin into stage st: a gather per key row from a
- * paged pool (ckt/fmha/page.h), else the contiguous tile */
-#define CKT__FMHA_LOAD_KV(st)                                                                                   \
+/* K/V tile at the windows' origin into stage st from source src (a
+ * constant in the key loop): 0 the contiguous tile, 1 a paged pool
+ * (ckt/fmha/page.h: one page id a tile when pages hold whole tiles, else a
+ * gather per key row) */
+#define CKT__FMHA_LOAD_KV_FROM(src, st)                                                                         \
     do {                                                                                                        \
-        if (kv.ids && page_tiles) { /* pages hold whole key tiles: one page id a tile */                      \
+        if ((src) == 1 && page_tiles) { /* pages hold whole key tiles: one page id a tile */                  \
             ckt_fmha_page_load_tile_async(CKT__FMHA_SK(st), kp, &kv, pg.page_size, pg.num_pages, a.k_stride_b,   \
                                           a.k_stride_s, (int)wk.row0, a.hdim_q, BN, D, CKT__FMHA_THREADS, tid); \
             ckt_fmha_page_load_tile_async(CKT__FMHA_SV(st), vp, &kv, pg.page_size, pg.num_pages, a.v_stride_b,   \
                                           a.v_stride_s, (int)wv.row0, a.hdim_v, BN, DV, CKT__FMHA_THREADS, tid);\
-        } else if (kv.ids) {                                                                                    \
+        } else if ((src) == 1) {                                                                                \
             ckt_fmha_page_load_kv_async(CKT__FMHA_SK(st), CKT__FMHA_SV(st), kp, vp, &kv, pg.page_size,            \
                                         pg.num_pages, a.k_stride_b, a.k_stride_s, a.v_stride_b, a.v_stride_s,   \
                                         (int)wk.row0, a.hdim_q, a.hdim_v, BN, D, DV, CKT__FMHA_THREADS, tid);   \
@@ -270,7 +286,7 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
     else
         ckt_smem_tile_load_async(sQ, &wq, BM, D, CKT__FMHA_THREADS, tid);
     if (nblocks > 0)
-        CKT__FMHA_LOAD_KV(0);
+        CKT__FMHA_LOAD_KV_FROM(kv.ids ? 1 : 0, 0);
     ckt_pipe_commit();
 
     /* O = 0, m = -inf, l = 0: the accumulator and the running max (log2
@@ -282,99 +298,13 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
         o_acc[i] = 0.0f;
     ckt_fmha_softmax_init(row_m, row_l, WM);
 
-    for (int nb = 0; nb < nblocks; nb++) {
-        const int n0 = n_lo + nb * BN;
-        /* K/V tile nb (and Q) have landed: one group is in flight at a time */
-        ckt_cp_async_wait(0);
-        ckt_block_sync();
-        if (CKT__FMHA_STAGES > 1 && nb + 1 < nblocks) { /* prefetch the next K/V tile */
-            ckt_window2d_move(&wk, BN, 0);
-            ckt_window2d_move(&wv, BN, 0);
-            CKT__FMHA_LOAD_KV((nb + 1) % CKT__FMHA_STAGES);
-            ckt_pipe_commit();
-        }
-        const ckt_smem_tile sK = CKT__FMHA_SK(nb % CKT__FMHA_STAGES), sV = CKT__FMHA_SV(nb % CKT__FMHA_STAGES);
-        const int full = n0 >= full_lo && n0 <= full_hi;
-
-        /* S = Q K^T: the warp's WM query rows by BN keys */
-        float s_acc[CKT_WARP_ACC_REGS(WM, BN)];
-        CKT_UNROLL
-        for (int i = 0; i < CKT_WARP_ACC_REGS(WM, BN); i++)
-            s_acc[i] = 0.0f;
-#if defined(CKT_HAS_MMA_SYNC)
-        /* A from Q rows of this warp, B from K as [n][k] */
-        CKT__FMHA_S_UNROLL
-        for (int kk = 0; kk < D; kk += 16) {
-            uint32_t qf[CKT_WARP_A_REGS(WM, 16)], kf[CKT_WARP_B_REGS(16, BN)];
-            ckt_warp_load_a(qf, sQ, warp * WM, kk, WM, 16);
-            ckt_warp_load_b_nk(kf, sK, 0, kk, 16, BN);
-            ckt_warp_mma(s_acc, qf, kf, WM, BN, 16, CKT__FMHA_BF16);
-        }
-#else
-        /* transposed on CDNA, S^T[BN x 32] = K[BN x D] Q^T (A = K rows, B = Q
-         * as [n][k]), so that P^T needs no shuffle before the second MFMA */
-        CKT_UNROLL_BY(1) /* full unrolling hoists every LDS read: registers spill */
-        for (int kk = 0; kk < D; kk += 16) {
-            uint32_t kf[CKT_WARP_A_REGS(BN, 16)], qf[CKT_WARP_B_REGS(16, WM)];
-            ckt_warp_load_a(kf, sK, 0, kk, BN, 16);
-            ckt_warp_load_b_nk(qf, sQ, warp * WM, kk, 16, WM);
-            ckt_warp_mma(s_acc, kf, qf, BN, WM, 16, CKT__FMHA_BF16);
-        }
-#endif
-
-        /* scores soft-capped, masked to -inf where the mask or the end of
-         * the keys cuts the tile (only there: the test is per element) */
-        const float to_log2 = ckt_fmha_softcap(s_acc, CKT_WARP_ACC_REGS(WM, BN), scale, a.softcap);
-        if (!full)
-            ckt_fmha_mask_scores(s_acc, &mask, wrow0, n0, WM, BN, lane, g);
-
-        /* m_new = max(m, rowmax(S)), P = exp2(S f - m_new), l = l corr + rowsum(P) */
-        float corr[ROWS];
-        const int grew = ckt_fmha_softmax_update(corr, s_acc, row_m, row_l, WM, BN, to_log2);
-
-        /* O = O corr (diag(exp2(m_old - m_new)) O) */
-        if (CKT__FMHA_RESCALE_ALWAYS || ckt_warp_any(grew))
-            ckt_fmha_rescale(o_acc, corr, WM, DV);
-
-        /* O += P V */
-#if defined(CKT_HAS_MMA_SYNC)
-        /* P's registers become A fragments without leaving the lane */
-        uint32_t pf[CKT_WARP_A_REGS(WM, BN)];
-        ckt_warp_acc_to_a(pf, s_acc, WM, BN, CKT__FMHA_BF16);
-        CKT_UNROLL
-        for (int kk = 0; kk < BN; kk += 16) {
-            uint32_t vf[CKT_WARP_B_REGS(16, DV)], pk[CKT_WARP_A_REGS(WM, 16)];
-            CKT_UNROLL
-            for (int mi = 0; mi < WM / 16; mi++)
-                CKT_UNROLL
-                for (int e = 0; e < 4; e++)
-                    pk[mi * 4 + e] = pf[(mi * (BN / 16) + kk / 16) * 4 + e];
-            ckt_warp_load_b_kn(vf, sV, kk, 0, 16, DV);
-            ckt_warp_mma(o_acc, pk, vf, WM, DV, 16, CKT__FMHA_BF16);
-        }
-#else
-        /* O^T[DV x 32] += V^T[DV x BN] P^T[BN x 32]: the B fragment of k-step
-         * ks (keys 8 ks + 4 (lane/32) .. +3, query lane % 32) is S^T registers
-         * 4 ks .. 4 ks + 3 of this lane, packed to 16 bits */
-        CKT_UNROLL
-        for (int ks = 0; ks < BN / 8; ks++) {
-            uint32_t pf[2], vf[CKT_WARP_A_REGS(DV, 8)];
-            const float *p4 = &s_acc[4 * ks];
-            pf[0] = CKT__FMHA_BF16 ? ckt_pack2_bf16(p4[0], p4[1]) : ckt_pack2_f16(p4[0], p4[1]);
-            pf[1] = CKT__FMHA_BF16 ? ckt_pack2_bf16(p4[2], p4[3]) : ckt_pack2_f16(p4[2], p4[3]);
-            /* A = V^T: row d, keys 8 ks + 4 (lane/32) .. +3 = a column of V,
-             * gathered like a [k][n] B operand */
-            ckt_warp_load_b_kn(vf, sV, ks * 8, 0, 8, DV);
-            ckt_warp_mma(o_acc, vf, pf, DV, WM, 8, CKT__FMHA_BF16);
-        }
-#endif
-        if (CKT__FMHA_STAGES == 1 && nb + 1 < nblocks) { /* one buffer: refill it once all are done */
-            ckt_block_sync();
-            ckt_window2d_move(&wk, BN, 0);
-            ckt_window2d_move(&wv, BN, 0);
-            CKT__FMHA_LOAD_KV(0);
-            ckt_pipe_commit();
-        }
+    /* >>the key loop (ckt/fmha/fwd_mainloop_body.h), one copy per K/V source */
+    if (!kv.ids) {
+#define CKT__FMHA_KV_SRC 0
+#include "ckt/fmha/fwd_mainloop_body.h"
+    } else {
+#define CKT__FMHA_KV_SRC 1
+#include "ckt/fmha/fwd_mainloop_body.h"
     }
     ckt_cp_async_wait_all(); /* nothing may stay in flight past the block's end */
 
@@ -411,7 +341,7 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
                                 row_m, row_l, wrow0, sq.sq, WM, lane);
 #undef CKT__FMHA_SK
 #undef CKT__FMHA_SV
-#undef CKT__FMHA_LOAD_KV
+#undef CKT__FMHA_LOAD_KV_FROM
 }
 
 /* >>device: split-KV's combine (ckt/fmha/splitkv.h): output rows from the
@@ -442,7 +372,12 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_combine_kernel), ckt_fmha_fwd_args, a, CKT__FMHA
 
 /* >>host: fits, split count, workspace and launch */
 
-enum { CKT__FMHA_FN(_block_m) = CKT__FMHA_BM, CKT__FMHA_FN(_block_n) = CKT__FMHA_BN, CKT__FMHA_FN(_packs_gqa) = CKT__FMHA_PACK };
+enum {
+    CKT__FMHA_FN(_block_m) = CKT__FMHA_BM,
+    CKT__FMHA_FN(_block_n) = CKT__FMHA_BN,
+    CKT__FMHA_FN(_packs_gqa) = CKT__FMHA_PACK,
+    CKT__FMHA_FN(_kv_cache) = CKT__FMHA_KVC
+};
 
 /* The grid's heads and tile rows per entry: query heads and queries, or
  * packed, kv heads and queries x group size. */
@@ -459,7 +394,8 @@ static inline int CKT__FMHA_FN(_grid_rows)(const ckt_fmha_fwd_args *a)
 static inline int CKT__FMHA_FN(_fits)(const ckt_fmha_fwd_args *a)
 {
     return a && a->dtype == (CKT_FMHA_DTYPE) && a->hdim_q > 0 && a->hdim_q <= CKT__FMHA_D &&
-           a->hdim_v > 0 && a->hdim_v <= CKT__FMHA_DV && a->hdim_q % 8 == 0 && a->hdim_v % 8 == 0;
+           a->hdim_v > 0 && a->hdim_v <= CKT__FMHA_DV && a->hdim_q % 8 == 0 && a->hdim_v % 8 == 0 &&
+           (CKT__FMHA_KVC || !ckt_fmha_fwd_uses_kv_cache(a));
 }
 
 /* The split count a call runs with: num_splits when >= 1; 0 (automatic):
@@ -509,6 +445,10 @@ static inline ckt_status CKT__FMHA_FN(_launch)(const ckt_fmha_fwd_args *a, ckt_s
     ckt_status st = ckt_fmha_fwd_validate(a, (CKT_FMHA_DTYPE), CKT__FMHA_D, CKT__FMHA_DV);
     if (st != CKT_SUCCESS)
         return st;
+    if (!CKT__FMHA_KVC && ckt_fmha_fwd_uses_kv_cache(a))
+        return ckt__fail(CKT_ERROR_UNSUPPORTED,
+                         "%s: set, but this instance was compiled without the KV cache (CKT_FMHA_KV_CACHE 0)",
+                         a->page_size ? "page_size" : a->cache_batch_idx ? "cache_batch_idx" : "num_splits / workspace");
 #if defined(CKT_HAS_MMA_SYNC) || defined(CKT_HAS_MFMA)
     if (ckt_fmha_fwd_is_empty(a))
         return CKT_SUCCESS; /* nothing to compute */
@@ -570,4 +510,6 @@ static inline ckt_status CKT__FMHA_FN(_launch)(const ckt_fmha_fwd_args *a, ckt_s
 #undef CKT__FMHA_SMEM_PER_MP
 #undef CKT__FMHA_PACK
 #undef CKT_FMHA_PACK_GQA
+#undef CKT__FMHA_KVC
+#undef CKT_FMHA_KV_CACHE
 #undef CKT__FMHA_FN

@@ -461,6 +461,14 @@ static inline int64_t ckt_fmha_appendkv_capacity(const ckt_fmha_appendkv_args *a
 
 /* >>the forward's KV cache and split-KV (ckt/fmha/args.h, the inference fields) */
 
+/* Does a call use the KV cache's features (pages, cache_batch_idx, a split)?
+ * Instances compiled without them (CKT_FMHA_KV_CACHE 0) decline it. */
+static inline int ckt_fmha_fwd_uses_kv_cache(const ckt_fmha_fwd_args *a)
+{
+    return a->page_size != 0 || a->cache_batch_idx != NULL || a->num_splits > 1 ||
+           (a->num_splits == 0 && a->workspace != NULL);
+}
+
 /* A paged pool: pointer, strides (page, head, position in page) for
  * num_pages pages of page_size rows. */
 static inline ckt_status ckt__fmha_check_pool(const void *p, const char *name, int64_t sb, int64_t sh, int64_t ss,

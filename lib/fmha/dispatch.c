@@ -30,7 +30,7 @@ static void ckt__fmha_fwd_list_dims(char *buf, size_t size, ckt_dtype dt)
     buf[0] = 0;
     for (int i = 0; i < CKT__FMHA_FWD_COUNT && n < size; i++) {
         const ckt_fmha_fwd_instance *in = ckt_fmha_fwd_instance_at(i);
-        if (in->dtype == dt && !in->packs_gqa) {
+        if (in->dtype == dt && !in->packs_gqa && !in->kv_cache) {
             int w = snprintf(buf + n, size - n, "%s%d/%d", n ? " " : "", in->hdim, in->hdim_v);
             n += w > 0 ? (size_t)w : 0;
         }
@@ -64,9 +64,12 @@ static const ckt_fmha_fwd_instance *ckt__fmha_fwd_pick(const ckt_fmha_fwd_args *
         if (in->dtype != a->dtype || in->hdim < a->hdim_q || in->hdim_v < a->hdim_v || !in->fits(a) ||
             (in->packs_gqa && !decode))
             continue;
+        /* at equal head dims: decode before the rest, then without the KV cache before with it */
+        const int rank = in->packs_gqa ? 0 : in->kv_cache ? 2 : 1;
+        const int best_rank = best ? (best->packs_gqa ? 0 : best->kv_cache ? 2 : 1) : 0;
         if (!best || in->hdim + in->hdim_v < best->hdim + best->hdim_v ||
             (in->hdim + in->hdim_v == best->hdim + best->hdim_v &&
-             (in->hdim < best->hdim || (in->hdim == best->hdim && in->packs_gqa && !best->packs_gqa))))
+             (in->hdim < best->hdim || (in->hdim == best->hdim && rank < best_rank))))
             best = in;
     }
     if (!best) {

@@ -1,11 +1,13 @@
 /* lib/fmha/fwd_d256.c — libckt_fmha instances: fp16 and bf16, hdim_q 256, hdim_v 256. */
 #include "lib/fmha/instances.h"
 
+#define CKT_FMHA_KV_CACHE 0 /* plain tensors only: the KV cache costs 2% (fwd_d256_kv.c has it) */
 #define CKT_FMHA_NAME ckt_fmha_fwd_f16_d256
 #define CKT_FMHA_DTYPE CKT_F16
 #define CKT_FMHA_HDIM 256
 #include CKT_FMHA_FWD_BODY
 
+#define CKT_FMHA_KV_CACHE 0 /* plain tensors only: the KV cache costs 2% (fwd_d256_kv.c has it) */
 #define CKT_FMHA_NAME ckt_fmha_fwd_bf16_d256
 #define CKT_FMHA_DTYPE CKT_BF16
 #define CKT_FMHA_HDIM 256

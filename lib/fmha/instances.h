@@ -21,6 +21,7 @@
  * A tuning build may list fewer (tools/bwd_tune.sh: -D'CKT__FMHA_FWD_FILES(X)=X(d128)'). */
 #ifndef CKT__FMHA_FWD_FILES
 #define CKT__FMHA_FWD_FILES(X) X(d32) X(d64) X(d96) X(d128) X(d192_dv128) X(d192) X(d256) \
+    X(d32_kv) X(d64_kv) X(d96_kv) X(d128_kv) X(d192_dv128_kv) X(d192_kv) X(d256_kv) \
     X(decode_d64) X(decode_d128) X(decode_d256)
 #endif
 
@@ -37,7 +38,7 @@
 /* The body's NAME_fits / NAME_launch / ... are static: the table carries them out. */
 #define CKT__FMHA_FWD_ENTRY(name, dtype, hdim, hdim_v)                                                    \
     {#name, (dtype), (hdim), (hdim_v), name##_fits, name##_launch, name##_block_m, name##_block_n,            \
-     name##_num_splits, name##_workspace_bytes, name##_packs_gqa}
+     name##_num_splits, name##_workspace_bytes, name##_packs_gqa, name##_kv_cache}
 
 /* The backward's: the body defines NAME_fits / NAME_run and its tile. */
 #define CKT__FMHA_BWD_TABLE(file) const ckt_fmha_bwd_instance ckt__fmha_bwd_##file[CKT__FMHA_FWD_PER_FILE]

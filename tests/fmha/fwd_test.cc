@@ -426,8 +426,28 @@ TEST(Dispatch, PicksTheCheapestCoveringInstance)
     int count = 0, packed = 0;
     while (ckt_fmha_fwd_instance_at(count))
         packed += ckt_fmha_fwd_instance_at(count++)->packs_gqa;
-    EXPECT_EQ(count, 20);
+    EXPECT_EQ(count, 34);
     EXPECT_EQ(packed, 6);
+    // plain calls run the instances without the KV cache, cache calls those with it
+    ckt_fmha_fwd_args a = dims_args(CKT_BF16, 128, 128);
+    EXPECT_STREQ(ckt_fmha_fwd_select(&a)->name, "ckt_fmha_fwd_bf16_d128");
+    EXPECT_EQ(ckt_fmha_fwd_select(&a)->kv_cache, 0);
+    a.page_size = 16;
+    EXPECT_STREQ(ckt_fmha_fwd_select(&a)->name, "ckt_fmha_fwd_kv_bf16_d128");
+    a.page_size = 0;
+    a.num_splits = 3;
+    EXPECT_STREQ(ckt_fmha_fwd_select(&a)->name, "ckt_fmha_fwd_kv_bf16_d128");
+    a.num_splits = 0;
+    a.workspace = &count; // automatic split count with a workspace
+    EXPECT_EQ(ckt_fmha_fwd_select(&a)->kv_cache, 1);
+    const ckt_fmha_fwd_instance *plain = nullptr;
+    for (int i = 0; ckt_fmha_fwd_instance_at(i); i++)
+        if (!ckt_fmha_fwd_instance_at(i)->kv_cache && !ckt_fmha_fwd_instance_at(i)->packs_gqa)
+            plain = ckt_fmha_fwd_instance_at(i);
+    ASSERT_NE(plain, nullptr);
+    a = dims_args(plain->dtype, plain->hdim, plain->hdim_v);
+    a.cache_batch_idx = &count;
+    EXPECT_FALSE(plain->fits(&a)) << plain->name << " takes a cache call";
     EXPECT_EQ(ckt_fmha_fwd_instance_at(-1), nullptr);
 }
 

@@ -1,0 +1,106 @@
+/* ckt/fmha/fwd_mainloop_body.h — the forward's key loop, a fragment of the
+ * kernel in ckt/fmha/fwd_body.h, included there once per K/V source with
+ * CKT__FMHA_KV_SRC defined (0: a contiguous tensor, 1: a paged pool), so
+ * that each copy of the loop holds only its own loads: the paged gathers
+ * in the loop cost the contiguous forward 2-4% on H200 (measured A/B, one
+ * process). It uses the kernel's locals and #undefs CKT__FMHA_KV_SRC. */
+#ifndef CKT__FMHA_KV_SRC
+#error "ckt/fmha/fwd_mainloop_body.h: a fragment of ckt/fmha/fwd_body.h's kernel (define CKT__FMHA_KV_SRC)"
+#endif
+
+    for (int nb = 0; nb < nblocks; nb++) {
+        const int n0 = n_lo + nb * BN;
+        /* K/V tile nb (and Q) have landed: one group is in flight at a time */
+        ckt_cp_async_wait(0);
+        ckt_block_sync();
+        if (CKT__FMHA_STAGES > 1 && nb + 1 < nblocks) { /* prefetch the next K/V tile */
+            ckt_window2d_move(&wk, BN, 0);
+            ckt_window2d_move(&wv, BN, 0);
+            CKT__FMHA_LOAD_KV_FROM(CKT__FMHA_KV_SRC, (nb + 1) % CKT__FMHA_STAGES);
+            ckt_pipe_commit();
+        }
+        const ckt_smem_tile sK = CKT__FMHA_SK(nb % CKT__FMHA_STAGES), sV = CKT__FMHA_SV(nb % CKT__FMHA_STAGES);
+        const int full = n0 >= full_lo && n0 <= full_hi;
+
+        /* S = Q K^T: the warp's WM query rows by BN keys */
+        float s_acc[CKT_WARP_ACC_REGS(WM, BN)];
+        CKT_UNROLL
+        for (int i = 0; i < CKT_WARP_ACC_REGS(WM, BN); i++)
+            s_acc[i] = 0.0f;
+#if defined(CKT_HAS_MMA_SYNC)
+        /* A from Q rows of this warp, B from K as [n][k] */
+        CKT__FMHA_S_UNROLL
+        for (int kk = 0; kk < D; kk += 16) {
+            uint32_t qf[CKT_WARP_A_REGS(WM, 16)], kf[CKT_WARP_B_REGS(16, BN)];
+            ckt_warp_load_a(qf, sQ, warp * WM, kk, WM, 16);
+            ckt_warp_load_b_nk(kf, sK, 0, kk, 16, BN);
+            ckt_warp_mma(s_acc, qf, kf, WM, BN, 16, CKT__FMHA_BF16);
+        }
+#else
+        /* transposed on CDNA, S^T[BN x 32] = K[BN x D] Q^T (A = K rows, B = Q
+         * as [n][k]), so that P^T needs no shuffle before the second MFMA */
+        CKT_UNROLL_BY(1) /* full unrolling hoists every LDS read: registers spill */
+        for (int kk = 0; kk < D; kk += 16) {
+            uint32_t kf[CKT_WARP_A_REGS(BN, 16)], qf[CKT_WARP_B_REGS(16, WM)];
+            ckt_warp_load_a(kf, sK, 0, kk, BN, 16);
+            ckt_warp_load_b_nk(qf, sQ, warp * WM, kk, 16, WM);
+            ckt_warp_mma(s_acc, kf, qf, BN, WM, 16, CKT__FMHA_BF16);
+        }
+#endif
+
+        /* scores soft-capped, masked to -inf where the mask or the end of
+         * the keys cuts the tile (only there: the test is per element) */
+        const float to_log2 = ckt_fmha_softcap(s_acc, CKT_WARP_ACC_REGS(WM, BN), scale, a.softcap);
+        if (!full)
+            ckt_fmha_mask_scores(s_acc, &mask, wrow0, n0, WM, BN, lane, g);
+
+        /* m_new = max(m, rowmax(S)), P = exp2(S f - m_new), l = l corr + rowsum(P) */
+        float corr[ROWS];
+        const int grew = ckt_fmha_softmax_update(corr, s_acc, row_m, row_l, WM, BN, to_log2);
+
+        /* O = O corr (diag(exp2(m_old - m_new)) O) */
+        if (CKT__FMHA_RESCALE_ALWAYS || ckt_warp_any(grew))
+            ckt_fmha_rescale(o_acc, corr, WM, DV);
+
+        /* O += P V */
+#if defined(CKT_HAS_MMA_SYNC)
+        /* P's registers become A fragments without leaving the lane */
+        uint32_t pf[CKT_WARP_A_REGS(WM, BN)];
+        ckt_warp_acc_to_a(pf, s_acc, WM, BN, CKT__FMHA_BF16);
+        CKT_UNROLL
+        for (int kk = 0; kk < BN; kk += 16) {
+            uint32_t vf[CKT_WARP_B_REGS(16, DV)], pk[CKT_WARP_A_REGS(WM, 16)];
+            CKT_UNROLL
+            for (int mi = 0; mi < WM / 16; mi++)
+                CKT_UNROLL
+                for (int e = 0; e < 4; e++)
+                    pk[mi * 4 + e] = pf[(mi * (BN / 16) + kk / 16) * 4 + e];
+            ckt_warp_load_b_kn(vf, sV, kk, 0, 16, DV);
+            ckt_warp_mma(o_acc, pk, vf, WM, DV, 16, CKT__FMHA_BF16);
+        }
+#else
+        /* O^T[DV x 32] += V^T[DV x BN] P^T[BN x 32]: the B fragment of k-step
+         * ks (keys 8 ks + 4 (lane/32) .. +3, query lane % 32) is S^T registers
+         * 4 ks .. 4 ks + 3 of this lane, packed to 16 bits */
+        CKT_UNROLL
+        for (int ks = 0; ks < BN / 8; ks++) {
+            uint32_t pf[2], vf[CKT_WARP_A_REGS(DV, 8)];
+            const float *p4 = &s_acc[4 * ks];
+            pf[0] = CKT__FMHA_BF16 ? ckt_pack2_bf16(p4[0], p4[1]) : ckt_pack2_f16(p4[0], p4[1]);
+            pf[1] = CKT__FMHA_BF16 ? ckt_pack2_bf16(p4[2], p4[3]) : ckt_pack2_f16(p4[2], p4[3]);
+            /* A = V^T: row d, keys 8 ks + 4 (lane/32) .. +3 = a column of V,
+             * gathered like a [k][n] B operand */
+            ckt_warp_load_b_kn(vf, sV, ks * 8, 0, 8, DV);
+            ckt_warp_mma(o_acc, vf, pf, DV, WM, 8, CKT__FMHA_BF16);
+        }
+#endif
+        if (CKT__FMHA_STAGES == 1 && nb + 1 < nblocks) { /* one buffer: refill it once all are done */
+            ckt_block_sync();
+            ckt_window2d_move(&wk, BN, 0);
+            ckt_window2d_move(&wv, BN, 0);
+            CKT__FMHA_LOAD_KV_FROM(CKT__FMHA_KV_SRC, 0);
+            ckt_pipe_commit();
+        }
+    }
+
+#undef CKT__FMHA_KV_SRC
