@@ -8,8 +8,8 @@
 The argument structs are declared here field by field (FwdArgs, BwdArgs,
 AppendKVArgs: ckt/fmha/args.h). At load every declared field's offset is
 compared with the library's (ckt_fmha_*_args_offset); a mismatch refuses the
-library. Fields the library has beyond the declared ones (appended later:
-paged KV, split-KV) are tolerated: new_args allocates the library's sizeof,
+library. Fields the library has beyond the declared ones (appended by a
+later build) are tolerated: new_args allocates the library's sizeof,
 zeroed, so those fields keep their zero default.
 """
 import ctypes
@@ -57,6 +57,13 @@ class FwdArgs(ctypes.Structure):
         ("softcap", _f32),
         ("mask", _i32),  # enum
         ("window_left", _i32), ("window_right", _i32),
+        # inference (docs/fmha_inference.md): a KV cache, paged or not, and split-KV
+        ("cache_batch_idx", _ptr), ("cache_batch", _i32),
+        ("page_size", _i32), ("num_pages", _i32),
+        ("block_table", _ptr), ("max_pages_per_seq", _i32),
+        ("kv_indptr", _ptr), ("kv_indices", _ptr), ("kv_last_page_len", _ptr),
+        ("num_splits", _i32),
+        ("workspace", _ptr), ("workspace_bytes", ctypes.c_size_t),
     ]
 
 
@@ -102,6 +109,9 @@ class AppendKVArgs(ctypes.Structure):
         ("rotary_dim", _i32), ("rotary_interleaved", _i32),
         ("rotary_cos", _ptr), ("rotary_sin", _ptr),
         ("rotary_max_pos", _i32),
+        # a paged cache (vLLM block table)
+        ("page_size", _i32), ("num_pages", _i32),
+        ("block_table", _ptr), ("max_pages_per_seq", _i32),
     ]
 
 
@@ -147,6 +157,8 @@ class Library:
             ("ckt_fmha_last_error", ctypes.c_char_p, []),
             ("ckt_fmha_status_string", ctypes.c_char_p, [_i32]),
             ("ckt_fmha_fwd_args_offset", ctypes.c_size_t, [ctypes.c_char_p]),
+            ("ckt_fmha_fwd_workspace_bytes", ctypes.c_size_t, [_ptr]),
+            ("ckt_fmha_fwd_num_splits", _i32, [_ptr]),
             ("ckt_fmha_bwd", _i32, [_ptr, _ptr]),
             ("ckt_fmha_bwd_workspace_bytes", ctypes.c_size_t, [_ptr]),
             ("ckt_fmha_bwd_args_offset", ctypes.c_size_t, [ctypes.c_char_p]),
@@ -201,6 +213,16 @@ class Library:
             d = self.lib.ckt_fmha_last_error().decode()
             raise CktError(f"ckt_fmha_bwd_workspace_bytes: {d}", "ckt_fmha_bwd_workspace_bytes", None, None, d)
         return n
+
+    def fwd_workspace_bytes(self, args):
+        """The split-KV workspace ckt_fmha_fwd needs for args (0: the call runs unsplit)."""
+        if not hasattr(self.lib, "ckt_fmha_fwd_workspace_bytes"):
+            return 0
+        return self.lib.ckt_fmha_fwd_workspace_bytes(ctypes.addressof(args))
+
+    def fwd_num_splits(self, args):
+        """The split count ckt_fmha_fwd runs args with (1: unsplit; -1: no instance fits)."""
+        return self.lib.ckt_fmha_fwd_num_splits(ctypes.addressof(args))
 
     def instance(self, args):
         """The name of the forward instance ckt_fmha_fwd would run for args, or None."""

@@ -461,23 +461,45 @@ def _float32_table(x, name):
     return x, t
 
 
+def _lens_after(cache_seqlens, snew, like):
+    """(keep, Tensor) of the int32 lengths after the append, cache_seqlens + snew, in memory like q's.
+    A torch tensor stays on its device (no host read); host arrays and lists are read."""
+    if is_torch(cache_seqlens):
+        torch = sys.modules["torch"]
+        obj = (cache_seqlens.to(torch.int32) + snew).contiguous() if snew else cache_seqlens
+        if obj.dtype != torch.int32 or obj.ndim != 1:
+            raise CktError(f"cache_seqlens: {obj.dtype} {tuple(obj.shape)}, expected 1-D int32")
+        return obj, as_tensor(obj, name="cache_seqlens")
+    if snew == 0 and not isinstance(cache_seqlens, (list, tuple)):
+        return cache_seqlens, as_tensor(cache_seqlens, name="cache_seqlens")
+    return host_int32([v + snew for v in read_int32(cache_seqlens, "cache_seqlens")], like, "cache_seqlens")
+
+
 def with_kvcache(q, k_cache, v_cache, k_new=None, v_new=None, cache_seqlens=None, rotary_cos=None, rotary_sin=None,
-                 rotary_interleaved=True, cache_batch_idx=None, causal=False, window=None, softcap=0.0, scale=None,
-                 return_lse=False, out=None, stream=None, lib=None):
+                 rotary_interleaved=True, cache_batch_idx=None, block_table=None, causal=False, window=None,
+                 softcap=0.0, scale=None, num_splits=0, return_lse=False, out=None, stream=None, lib=None):
     """Decoding with a KV cache, FlashAttention's flash_attn_with_kvcache: appends k_new / v_new to the
     cache in place (ckt_fmha_appendkv, rotating k_new and q by the rotary tables) and attends over
-    the cache's first cache_seqlens[b] + s_new rows (ckt_fmha_fwd in group mode over the cache in
-    place: docs/fmha_appendkv.md's two-call recipe).
+    each entry's first cache_seqlens[b] + s_new cache rows (ckt_fmha_fwd over the cache in place:
+    contiguous or paged, split-KV; docs/fmha_inference.md).
 
-    q [b, sq, h, d]; k_cache [b_c, s_cache, h_k, d], v_cache [b_c, s_cache, h_k, d_v] (updated in
-    place); k_new [b, s_new, h_k, d], v_new [b, s_new, h_k, d_v] or None; cache_seqlens: an int or
-    int32 [b] (the lengths before the append; None: the whole cache); cache_batch_idx: int32 [b],
-    entry b's cache row (increasing: the forward's view needs it); rotary_cos / rotary_sin
-    [max_pos, rotary_dim / 2] (converted to float32), pairs (2i, 2i+1) when rotary_interleaved
-    else (i, i + rotary_dim / 2). Query i of entry b sits at position cache_seqlens[b] + i (the
-    queries are the new tokens); q itself is not modified (a rotated copy is used). causal and
-    window align bottom-right. Returns out [b, sq, h, d_v] (and lse [b, h, sq] float32).
-    cache_seqlens is not advanced: add s_new yourself. Paged caches and split-KV: not yet."""
+    q [b, sq, h, d]. The cache, contiguous: k_cache [b_c, s_cache, h_k, d], v_cache [b_c, s_cache,
+    h_k, d_v]; paged (block_table int32 [b_c, max_pages], vLLM style): k_cache [num_pages,
+    page_size, h_k, d], v_cache [num_pages, page_size, h_k, d_v], entry b's position j at row
+    j % page_size of page block_table[cb][j // page_size]; either way updated in place. k_new
+    [b, s_new, h_k, d], v_new [b, s_new, h_k, d_v] or None; cache_seqlens: an int or int32 [b]
+    (the lengths before the append; None: the whole cache, contiguous only); cache_batch_idx:
+    int32 [b], entry b's cache row cb (its block-table row when paged; any order, no two entries
+    appending to one row); rotary_cos / rotary_sin [max_pos, rotary_dim / 2] (converted to
+    float32), pairs (2i, 2i+1) when rotary_interleaved else (i, i + rotary_dim / 2). Query i of
+    entry b sits at position cache_seqlens[b] + i (the queries are the new tokens); q itself is not
+    modified (a rotated copy is used). causal and window align bottom-right. num_splits: split-KV
+    (0: automatic from the device and the shape, with a workspace allocated here; 1: no split;
+    n: n key ranges merged by a deterministic combine). Returns out [b, sq, h, d_v] (and lse
+    [b, h, sq] float32). cache_seqlens is not advanced: add s_new yourself.
+
+    With torch tensors nothing is read back to the host (cache_seqlens stays on the device); the
+    library checks what it can read and the kernels stay in bounds for the rest."""
     lib = lib or _lib.library()
     if not lib.has_appendkv:
         raise CktError(f"{lib.path}: this libckt_fmha has no append-KV (ckt_fmha_appendkv)")
@@ -490,39 +512,60 @@ def with_kvcache(q, k_cache, v_cache, k_new=None, v_new=None, cache_seqlens=None
     _unit_d((("q", qt), ("k_cache", kc), ("v_cache", vc), ("k_new", kn), ("v_new", vn)))
     qd, kd, vd = _dims(qt, "q", "bshd"), _dims(kc, "k_cache", "bshd"), _dims(vc, "v_cache", "bshd")
     b, sq, h, d = qd["b"], qd["s"], qd["h"], qd["d"]
-    bc, scap, hk, dv = kd["b"], kd["s"], kd["h"], vd["d"]
+    hk, dv = kd["h"], vd["d"]
     _same("k_cache", kc, "head dim", kd["d"], d)
-    for name, t, want in (("v_cache", vc, (bc, scap, hk, dv)),
-                          ("k_new", kn, (b, kn.shape[1] if kn is not None and kn.ndim == 4 else -1, hk, d)),
+    if vc.shape != (kd["b"], kd["s"], hk, dv):
+        raise CktError(f"v_cache: shape {vc.shape}, expected {(kd['b'], kd['s'], hk, dv)} like k_cache")
+    for name, t, want in (("k_new", kn, (b, kn.shape[1] if kn is not None and kn.ndim == 4 else -1, hk, d)),
                           ("v_new", vn, (b, kn.shape[1] if kn is not None and kn.ndim == 4 else -1, hk, dv))):
         if t is not None and t.shape != want:
             raise CktError(f"{name}: shape {t.shape}, expected {want} [b, s, h, d]")
     snew = kn.shape[1] if kn is not None else 0
 
-    # the lengths before the append: a scalar, or device and host copies of a per-entry array
-    lens = lens_t = lens_obj = None
+    keep = []
+    # the cache: contiguous [b_c, s_cache, ...] or a pool [num_pages, page_size, ...] and its table
+    bt = None
+    if block_table is not None:
+        bt_obj = block_table
+        bt = as_tensor(block_table, name="block_table")
+        if bt.dtype != "int32" or bt.ndim != 2 or not bt.is_contiguous():
+            raise CktError(f"block_table: {bt.dtype} {bt.shape}, expected a contiguous int32 [batch, max_pages]")
+        keep.append(bt_obj)
+        page_size, num_pages, bc = kd["s"], kd["b"], bt.shape[0]
+        capacity = bt.shape[1] * page_size
+    else:
+        page_size, num_pages, bc = 0, 0, kd["b"]
+        capacity = kd["s"]
+
+    # the lengths: before the append (appendkv) and after it (the forward's keys)
+    lens_t = fwd_lens_t = None
     if cache_seqlens is None:
-        seqlen_k = scap if kn is None else 0
         if kn is not None:
             raise CktError("cache_seqlens: None, but k_new is given (where would it go?)")
+        if bt is not None:
+            raise CktError("cache_seqlens: None with a block_table (the lengths of a paged cache must be given)")
+        seqlen_k = capacity
     elif isinstance(cache_seqlens, int):
         seqlen_k = cache_seqlens
     else:
-        lens = read_int32(cache_seqlens, "cache_seqlens")
-        if len(lens) != b:
-            raise CktError(f"cache_seqlens: {len(lens)} entries, q's batch is {b}")
         seqlen_k = 0
-        if is_torch(cache_seqlens) or not isinstance(cache_seqlens, (list, tuple)):
-            lens_obj, lens_t = cache_seqlens, as_tensor(cache_seqlens, name="cache_seqlens")
+        if isinstance(cache_seqlens, (list, tuple)):
+            lens_obj, lens_t = host_int32(cache_seqlens, q, "cache_seqlens")
         else:
-            lens_obj, lens_t = host_int32(lens, q, "cache_seqlens")
-    cbi = cbi_t = cbi_obj = None
+            lens_obj, lens_t = cache_seqlens, as_tensor(cache_seqlens, name="cache_seqlens")
+        if lens_t.dtype != "int32" or lens_t.shape != (b,):
+            raise CktError(f"cache_seqlens: {lens_t.dtype} {lens_t.shape}, expected int32 ({b},) (q's batch)")
+        fwd_obj, fwd_lens_t = _lens_after(lens_obj, snew, q)
+        keep += [lens_obj, fwd_obj]
+    cbi_t = None
     if cache_batch_idx is not None:
-        cbi = read_int32(cache_batch_idx, "cache_batch_idx")
         if isinstance(cache_batch_idx, (list, tuple)):
-            cbi_obj, cbi_t = host_int32(cbi, q, "cache_batch_idx")
+            cbi_obj, cbi_t = host_int32(cache_batch_idx, q, "cache_batch_idx")
         else:
             cbi_obj, cbi_t = cache_batch_idx, as_tensor(cache_batch_idx, name="cache_batch_idx")
+        if cbi_t.dtype != "int32" or cbi_t.shape != (b,):
+            raise CktError(f"cache_batch_idx: {cbi_t.dtype} {cbi_t.shape}, expected int32 ({b},) (q's batch)")
+        keep.append(cbi_obj)
 
     rot = rotary_cos is not None or rotary_sin is not None
     if rot and (rotary_cos is None or rotary_sin is None):
@@ -534,17 +577,23 @@ def with_kvcache(q, k_cache, v_cache, k_new=None, v_new=None, cache_seqlens=None
                        "ckt puts query i at cache_seqlens + i: pass causal=True (or one query per call)")
 
     stream = _stream(q, stream)
-    keep = [lens_obj, cbi_obj]
-    # q: rotated in place by the append, so a copy; packed rows (q_stride_b = sq * q_stride_s) for the view
-    if rot or qt.strides[0] != sq * qt.strides[1]:
+    if rot:  # q: rotated in place by the append, so a copy
         qobj, qt = copy_like(q, qt, "q")
         keep.append(qobj)
-    if rot:
         cos_obj, cos_t = _float32_table(rotary_cos, "rotary_cos")
         sin_obj, sin_t = _float32_table(rotary_sin, "rotary_sin")
         keep += [cos_obj, sin_obj]
         if cos_t.shape != sin_t.shape:
             raise CktError(f"rotary_sin: shape {sin_t.shape} differs from rotary_cos's {cos_t.shape}")
+
+    def cache_fields(a):
+        _set_bhs(a, "k", _bhsd(kc, "bshd"))
+        _set_bhs(a, "v", _bhsd(vc, "bshd"))
+        a.cache_batch_idx = cbi_t.ptr if cbi_t is not None else None
+        a.cache_batch = bc
+        if bt is not None:
+            a.page_size, a.num_pages = page_size, num_pages
+            a.block_table, a.max_pages_per_seq = bt.ptr, bt.shape[1]
 
     # 1: append + rotate (nothing to do without new tokens or a rotation)
     if kn is not None or rot:
@@ -554,66 +603,52 @@ def with_kvcache(q, k_cache, v_cache, k_new=None, v_new=None, cache_seqlens=None
         a.k_new, a.v_new = (kn.ptr, vn.ptr) if kn is not None else (None, None)
         a.batch, a.nhead_q, a.nhead_k, a.hdim_q, a.hdim_v = b, h, hk, d, dv
         a.seqlen_q, a.seqlen_knew, a.seqlen_k = sq, snew, seqlen_k
-        a.cache_seqlen, a.cache_batch = scap, bc
+        a.cache_seqlen = capacity
         _set_bhs(a, "q", _bhsd(qt, "bshd"))
-        _set_bhs(a, "k", _bhsd(kc, "bshd"))
-        _set_bhs(a, "v", _bhsd(vc, "bshd"))
+        cache_fields(a)
         if kn is not None:
             _set_bhs(a, "knew", _bhsd(kn, "bshd"))
             _set_bhs(a, "vnew", _bhsd(vn, "bshd"))
         a.seqlen_k_ptr = lens_t.ptr if lens_t is not None else None
-        a.cache_batch_idx = cbi_t.ptr if cbi_t is not None else None
         if rot:
             a.rotary_dim = 2 * cos_t.shape[1]
             a.rotary_interleaved = 1 if rotary_interleaved else 0
             a.rotary_cos, a.rotary_sin, a.rotary_max_pos = cos_t.ptr, sin_t.ptr, cos_t.shape[0]
         lib.call("ckt_fmha_appendkv", a, stream)
 
-    # 2: attend over the cache in place (ckt/fmha/appendkv_fwd.h's view): entry b's keys are rows
-    # cb * rows_k .. of one packed sequence, len_b + s_new of them
-    ks, kb, vs, vb = kc.strides[1], kc.strides[0], vc.strides[1], vc.strides[0]
-    if ks <= 0 or kb % ks:
-        raise CktError(f"k_cache: strides {kc.strides}: the batch stride is not a multiple of the row stride")
-    rows_k = kb // ks
-    if vs <= 0 or vb != rows_k * vs:
-        raise CktError(f"v_cache: strides {vc.strides}: not {rows_k} rows per entry like k_cache")
-    sk_start, sk_len, sq_start = [], [], []
-    for i in range(b):
-        cb = cbi[i] if cbi is not None else i
-        if i > 0 and cb * rows_k < sk_start[-1] + rows_k:
-            raise CktError(f"cache_batch_idx: [{i}] = {cb} after {cbi[i - 1]}: the forward's view needs "
-                           f"increasing rows")
-        sk_start.append(cb * rows_k)
-        sk_len.append((lens[i] if lens is not None else seqlen_k) + snew)
-        sq_start.append(i * sq)
-    sk_start.append(sk_start[-1] + rows_k if b else 0)
-    sq_start.append(b * sq)
-    arrs = [host_int32(vals, q, name) for vals, name in ((sq_start, "seqstart_q"), (sk_start, "seqstart_k"),
-                                                         ([sq] * b, "seqlen_q"), (sk_len, "seqlen_k"))]
-    keep += [o for o, _ in arrs]
+    # 2: attend over the cache in place: batch mode, entry b's keys its first len_b + s_new rows
     if out is None:
         out, ot = _alloc(q, (b, sq, h, dv), qt.dtype, "out")
     else:
         ot = as_tensor(out, name="out")
-        if ot.shape != (b, sq, h, dv) or ot.strides[0] != sq * ot.strides[1]:
-            raise CktError(f"out: shape {ot.shape} strides {ot.strides}, expected packed {(b, sq, h, dv)}")
+        if ot.shape != (b, sq, h, dv):
+            raise CktError(f"out: shape {ot.shape}, expected {(b, sq, h, dv)} [b, s, h, d_v]")
     lse_ret = lt = None
     if return_lse:
-        lse_obj, lt = _alloc(q, (h, b, sq), "float32", "lse")
-        lse_ret = _swap01(lse_obj)
-    group = _Group(arrs[0][1], arrs[1][1], sq, max(sk_len) if sk_len else 0, arrs[2][1], arrs[3][1])
+        lse_ret, lt = _alloc(q, (b, h, sq), "float32", "lse")
     f = lib.new_args("fwd")
     f.dtype = _dtype_code(qt, "q")
     f.q, f.k, f.v, f.o = qt.ptr, kc.ptr, vc.ptr, ot.ptr
-    f.nhead_q, f.nhead_k, f.hdim_q, f.hdim_v = h, hk, d, dv
-    f.q_stride_h, f.q_stride_s = qt.strides[2], qt.strides[1]
-    f.k_stride_h, f.k_stride_s = kc.strides[2], ks
-    f.v_stride_h, f.v_stride_s = vc.strides[2], vs
-    f.o_stride_h, f.o_stride_s = ot.strides[2], ot.strides[1]
+    f.batch, f.nhead_q, f.nhead_k, f.hdim_q, f.hdim_v = b, h, hk, d, dv
+    f.seqlen_q = sq
+    f.seqlen_k = capacity if fwd_lens_t is not None else seqlen_k + snew
+    f.seqlen_k_ptr = fwd_lens_t.ptr if fwd_lens_t is not None else None
+    _set_bhs(f, "q", _bhsd(qt, "bshd"))
+    _set_bhs(f, "o", _bhsd(ot, "bshd"))
+    cache_fields(f)
     if lt is not None:
-        f.lse, f.lse_stride_h = lt.ptr, lt.strides[0]
-    group.set(f)
+        f.lse, f.lse_stride_b, f.lse_stride_h = lt.ptr, lt.strides[0], lt.strides[1]
     _Opts(causal, window, True, scale, softcap).set(f)
+    if num_splits < 0:
+        raise CktError(f"num_splits: {num_splits}, expected 0 (automatic), 1 (no split) or a count")
+    f.num_splits = num_splits
+    ws = lib.fwd_workspace_bytes(f)  # 0: the call runs unsplit
+    if ws:
+        ws_obj, ws_t = _alloc(q, (ws,), "uint8", "workspace")
+        keep.append(ws_obj)
+        f.workspace, f.workspace_bytes = ws_t.ptr, ws
+    elif num_splits == 0:
+        f.num_splits = 1
     lib.call("ckt_fmha_fwd", f, stream)
     del keep  # torch: the caching allocator holds the memory for the stream's queued work
     return (out, lse_ret) if return_lse else out

@@ -311,10 +311,21 @@ class Errors(unittest.TestCase):
 
 class KVCache(unittest.TestCase):
     def run_case(self, b=3, bc=None, h=4, hk=2, d=64, scap=48, lens=(10, 0, 30), snew=3, sq=3, rotary_dim=32,
-                 interleaved=True, causal=True, cbi=None, scalar_len=None, as_list=False):
+                 interleaved=True, causal=True, cbi=None, scalar_len=None, as_list=False, page=0, num_splits=0):
         bc = bc or b
         kc, vc = randn(bc, scap, hk, d), randn(bc, scap, hk, d)
         kc0, vc0 = kc.copy(), vc.copy()
+        table = None
+        if page:  # the same cache as pages of `page` rows, shuffled over a pool with 2 spare pages
+            per = -(-scap // page)
+            npages = bc * per + 2
+            ids = RNG.permutation(npages)[:bc * per].astype(np.int32)
+            table = ids.reshape(bc, per)
+            pool_k, pool_v = randn(npages, page, hk, d), randn(npages, page, hk, d)
+            padded = lambda x: np.concatenate([x, np.zeros((bc, per * page - scap, hk, d), x.dtype)], 1)
+            pool_k[ids] = padded(kc).reshape(bc * per, page, hk, d)
+            pool_v[ids] = padded(vc).reshape(bc * per, page, hk, d)
+            unpage = lambda pool: pool[table].reshape(bc, per * page, hk, d)[:, :scap]
         q = randn(b, sq, h, d)
         q0 = q.copy()
         kn, vn = (randn(b, snew, hk, d), randn(b, snew, hk, d)) if snew else (None, None)
@@ -326,9 +337,12 @@ class KVCache(unittest.TestCase):
         else:
             seqlens = list(lens) if as_list else np.array(lens, np.int32)
         cbi_arr = np.array(cbi, np.int32) if cbi is not None else None
-        o, lse = ckt.fmha.with_kvcache(q, kc, vc, kn, vn, cache_seqlens=seqlens, rotary_cos=cos, rotary_sin=sin,
-                                       rotary_interleaved=interleaved, cache_batch_idx=cbi_arr, causal=causal,
-                                       return_lse=True)
+        o, lse = ckt.fmha.with_kvcache(q, pool_k if page else kc, pool_v if page else vc, kn, vn,
+                                       cache_seqlens=seqlens, rotary_cos=cos, rotary_sin=sin,
+                                       rotary_interleaved=interleaved, cache_batch_idx=cbi_arr, block_table=table,
+                                       causal=causal, num_splits=num_splits, return_lse=True)
+        if page:
+            kc, vc = unpage(pool_k), unpage(pool_v)
         self.assertEqual((o.shape, lse.shape), ((b, sq, h, d), (b, h, sq)))
         np.testing.assert_array_equal(q, q0)  # q is not modified
         want_k, want_v = kc0.astype(np.float64), vc0.astype(np.float64)
@@ -366,6 +380,21 @@ class KVCache(unittest.TestCase):
     def test_cache_batch_idx(self):
         self.run_case(b=2, bc=4, lens=(5, 20), cbi=(1, 3), snew=2, sq=2)
 
+    def test_cache_batch_idx_any_order(self):
+        self.run_case(b=3, bc=4, lens=(5, 20, 0), cbi=(3, 0, 2), snew=2, sq=2)
+
+    def test_paged(self):
+        for page in (1, 5, 16, 64):
+            self.run_case(page=page, scap=50, lens=(10, 0, 33), snew=3, sq=3)
+
+    def test_paged_cache_batch_idx_decode(self):
+        self.run_case(b=2, bc=3, page=7, scap=40, lens=(17, 30), cbi=(2, 0), snew=1, sq=1, rotary_dim=0)
+
+    def test_split_kv(self):
+        for splits in (1, 2, 3):
+            self.run_case(num_splits=splits, scap=200, lens=(150, 0, 190), snew=2, sq=2)
+        self.run_case(num_splits=2, page=16, scap=200, lens=(150, 7, 190), snew=1, sq=1)
+
     def test_no_new_tokens(self):
         self.run_case(snew=0, sq=2, rotary_dim=16)
 
@@ -374,8 +403,13 @@ class KVCache(unittest.TestCase):
         q, kn = np.zeros((2, 1, 2, 64), np.float16), np.zeros((2, 4, 2, 64), np.float16)
         e = self.assert_err("seqlen_k", q, kc, kc.copy(), kn, kn, cache_seqlens=np.array([10, 14], np.int32))
         self.assertIn("cache_seqlen", e.detail)  # 14 + 4 > 16: the library's capacity check
-        self.assert_err("cache_batch_idx: [1] = 0 after 1", q, kc, kc.copy(), kn, kn,
-                        cache_seqlens=np.array([0, 0], np.int32), cache_batch_idx=np.array([1, 0], np.int32))
+        self.assert_err("cache_batch_idx", q, kc, kc.copy(), kn, kn,
+                        cache_seqlens=np.array([0, 0], np.int32), cache_batch_idx=np.array([1, 2], np.int32))
+        self.assert_err("block_table: dtype", q, kc, kc.copy(), kn, kn, cache_seqlens=0,
+                        block_table=np.zeros((2, 2), np.int64))
+        self.assert_err("cache_seqlens: None with a block_table", q, kc, kc.copy(),
+                        block_table=np.zeros((2, 2), np.int32))
+        self.assert_err("num_splits: -1", q, kc, kc.copy(), kn, kn, cache_seqlens=0, num_splits=-1)
         self.assert_err("k_new: shape (2, 4, 2, 32)", q, kc, kc.copy(), kn[..., :32], kn, cache_seqlens=0)
         cos = np.zeros((20, 8), np.float32)
         self.assert_err("rotary_cos: without causal", np.zeros((2, 3, 2, 64), np.float16), kc, kc.copy(),
@@ -398,19 +432,20 @@ class ABI(unittest.TestCase):
         """A library whose struct has fields past the declared ones (paged KV, split-KV) loads, and
         the argument buffers have its size, zeroed; a moved field is refused, naming it."""
         real = ckt.library().lib.ckt_fmha_fwd_args_offset
-        grown = lambda name: 400 if name == b"sizeof" else real(name)
+        big = real(b"sizeof") + 64  # a later build's struct
+        grown = lambda name: big if name == b"sizeof" else real(name)
         self.assertEqual(_lib.abi_diff(_lib.FwdArgs, grown), [])
-        moved = lambda name: 400 if name == b"sizeof" else real(name) + (8 if name == b"scale" else 0)
+        moved = lambda name: big if name == b"sizeof" else real(name) + (8 if name == b"scale" else 0)
         self.assertEqual(len(_lib.abi_diff(_lib.FwdArgs, moved)), 1)
         self.assertIn("scale: library", _lib.abi_diff(_lib.FwdArgs, moved)[0])
         older = lambda name: ctypes.c_size_t(-1).value if name == b"window_right" else real(name)
         self.assertIn("not in the library", _lib.abi_diff(_lib.FwdArgs, older)[0])
         lib = ckt.library()
-        lib.sizeof = dict(lib.sizeof, fwd=400)
+        lib.sizeof = dict(lib.sizeof, fwd=big)
         try:
             a = lib.new_args("fwd")
-            self.assertEqual(len(a._objects and next(iter(a._objects.values())) or b""), 400)
-            self.assertEqual(ctypes.string_at(ctypes.addressof(a), 400), bytes(400))
+            self.assertEqual(len(a._objects and next(iter(a._objects.values())) or b""), big)
+            self.assertEqual(ctypes.string_at(ctypes.addressof(a), big), bytes(big))
         finally:
             lib.sizeof["fwd"] = real(b"sizeof")
 

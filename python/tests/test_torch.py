@@ -165,6 +165,30 @@ class Torch(unittest.TestCase):
                      causal=True, bottom_right=True)
             close(self, o[i].transpose(0, 1)[None], ro, 5e-3, 1e-2, f"with_kvcache O {i}")
 
+    def test_with_kvcache_paged_split(self):
+        """Decode over a paged cache (vLLM block table, shuffled pages) with automatic and explicit
+        split-KV, appending one token, against the same attention on the gathered cache."""
+        b, h, hk, d, page = 3, 8, 2, 128, 16
+        cap = 2048 if DEV == "cuda" else 128
+        per = cap // page
+        pool_k, pool_v = rand(b * per + 3, page, hk, d), rand(b * per + 3, page, hk, d)
+        table = torch.randperm(b * per + 3, device=DEV)[:b * per].to(torch.int32).view(b, per)
+        lens = torch.tensor([cap - 1, 7, cap // 2], dtype=torch.int32, device=DEV)
+        cbi = torch.tensor([2, 0, 1], dtype=torch.int32, device=DEV)
+        for splits in (0, 1, 3):
+            q, kn, vn = rand(b, 1, h, d), rand(b, 1, hk, d), rand(b, 1, hk, d)
+            o, lse = ckt.fmha.with_kvcache(q, pool_k, pool_v, kn, vn, cache_seqlens=lens, cache_batch_idx=cbi,
+                                           block_table=table, causal=True, num_splits=splits, return_lse=True)
+            for i in range(b):
+                cb, L = int(cbi[i]), int(lens[i]) + 1
+                kk = pool_k[table[cb].long()].reshape(-1, hk, d)[:L]
+                vv = pool_v[table[cb].long()].reshape(-1, hk, d)[:L]
+                self.assertTrue(torch.equal(kk[L - 1], kn[i, 0]) and torch.equal(vv[L - 1], vn[i, 0]))
+                ro = ref(q[i].transpose(0, 1)[None], kk.transpose(0, 1)[None], vv.transpose(0, 1)[None],
+                         causal=True, bottom_right=True)
+                close(self, o[i].transpose(0, 1)[None], ro, 5e-3, 1e-2, f"paged splits {splits} O {i}")
+                self.assertEqual(tuple(lse.shape), (b, h, 1))
+
     def test_errors(self):
         z = torch.zeros(1, 8, 2, 7, device=DEV, dtype=torch.float16)
         with self.assertRaises(ckt.CktError) as cm:

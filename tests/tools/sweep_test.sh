@@ -154,6 +154,16 @@ if python3 -c "import yaml" 2>/dev/null; then
   expect_grep "\[8/8\] bwd b=1 h=2 s=48 d=32 mask=t: " "$tmp/log5"
 fi
 
+# >>6. the Markdown table, and --replot from a finished sweep's JSON
+[ -s "$tmp/out1/sweep.md" ] || fail "no $tmp/out1/sweep.md"
+expect_grep '^| example | .*ckt TFLOPS | GB/s | valid |$' "$tmp/out1/sweep.md"
+[ "$(grep -c '^| fwd |' "$tmp/out1/sweep.md")" -ge 1 ] || fail "no fwd row in $tmp/out1/sweep.md"
+expect_rc 0 "$tmp/log6" python3 "$sweep" --replot "$tmp/out1/sweep.json" --out "$tmp/out6" --name again --plot off
+cmp -s "$tmp/out1/sweep.md" "$tmp/out6/again.md" || fail "--replot: $tmp/out6/again.md differs from the run's table"
+echo '{"no": "points"}' >"$tmp/notasweep.json"
+expect_rc 2 "$tmp/log7" python3 "$sweep" --replot "$tmp/notasweep.json" --out "$tmp/out7"
+expect_grep "not a sweep's JSON" "$tmp/log7"
+
 if [ "$fails" != 0 ]; then
   echo "sweep_test: $fails failure(s)" >&2
   exit 1

@@ -63,6 +63,9 @@ def parser():
     ap.add_argument("--metric", default="tflops", help="plots: tflops, gbs or tflops,gbs (default: tflops)")
     ap.add_argument("--timeout", type=float, default=3600, help="seconds per point (default: 3600)")
     ap.add_argument("--fail-fast", action="store_true", help="stop at the first failed point")
+    ap.add_argument("--replot", metavar="JSON",
+                    help="run nothing: the summary, Markdown table and plots of a sweep's JSON (drawn here from a "
+                         "GPU machine's run)")
     ap.add_argument("--dry-run", action="store_true", help="print the points' command lines, run nothing")
     return ap
 
@@ -98,6 +101,29 @@ def split_argv(argv, ap):
     return mine, axes
 
 
+def replot(args, metrics):
+    """--replot JSON: the outputs of a finished sweep, from its JSON."""
+    import json
+    try:
+        with open(args.replot) as f:
+            data = json.load(f)
+        rows = data["points"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        print(f"sweep: --replot {args.replot}: not a sweep's JSON ({e})", file=sys.stderr)
+        return 2
+    meta = {k: v for k, v in data.items() if k != "points"}
+    os.makedirs(args.out, exist_ok=True)
+    base = os.path.join(args.out, args.name)
+    with open(base + ".md", "w") as f:
+        f.write(report.markdown(rows, meta))
+    print(report.summary(rows, any(r.get("sdpa") for r in rows)))
+    print(f"wrote {base}.md")
+    if args.plot == "auto":
+        files, why_not = report.plot(rows, args.out, args.name, metrics)
+        print(f"plots: {why_not}" if files is None else f"plots: {len(files)} in {args.out}/")
+    return 0
+
+
 def main(argv):
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `python3 tools/sweep --dry-run | head`
     ap = parser()
@@ -110,6 +136,8 @@ def main(argv):
         print(f"sweep: {e}", file=sys.stderr)
         return 2
     metrics = [m.strip() for m in args.metric.split(",") if m.strip()]
+    if args.replot:
+        return replot(args, metrics)
     if not points or any(m not in ("tflops", "gbs") for m in metrics):
         print("sweep: no points" if not points else f"sweep: --metric is tflops, gbs or both, got {args.metric}",
               file=sys.stderr)
@@ -165,9 +193,11 @@ def main(argv):
     base = os.path.join(args.out, args.name)
     report.write_csv(base + ".csv", rows)
     report.write_json(base + ".json", meta, rows)
+    with open(base + ".md", "w") as f:
+        f.write(report.markdown(rows, meta))
     print()
     print(report.summary(rows, torch_sdpa is not None))
-    print(f"wrote {base}.csv, {base}.json")
+    print(f"wrote {base}.csv, {base}.json, {base}.md")
     if args.plot == "auto":
         files, why_not = report.plot(rows, args.out, args.name, metrics)
         print(f"plots: {why_not}" if files is None else f"plots: {len(files)} in {args.out}/")

@@ -115,6 +115,33 @@ def summary(rows, sdpa_on):
     return "\n".join(lines)
 
 
+def markdown(rows, meta):
+    """A Markdown table of the points (docs' performance tables are this, not typed): the varying
+    options, ckt's TFLOPS and GB/s, SDPA's TFLOPS and ckt's time ratio against each backend."""
+    cols = varying(rows)
+    sdpa_on = any(r.get("sdpa") for r in rows)
+    head = ["example"] + cols + ["ckt ms", "ckt TFLOPS", "GB/s"]
+    if sdpa_on:
+        head += [f"{be} TFLOPS" for be in BACKENDS] + [f"ckt / {be}" for be in BACKENDS]
+    head += ["valid"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        line = [r["example"]] + [str(r["options"].get(k, "")) for k in cols]
+        line += [num(r["ms"], ".4g"), tflops_text(r["tflops"]), num(r["gbs"], ".4g")]
+        if sdpa_on:
+            line += [tflops_text(sdpa_value(r, be, "tflops")) for be in BACKENDS]
+            for be in BACKENDS:  # time ratio: SDPA's time over ckt's (> 1: ckt faster)
+                ms = sdpa_value(r, be, "ms")
+                line.append(f"{ms / r['ms']:.2f}x" if ms and r["ms"] else "-")
+        line.append(VALID[r["valid"]] if r["status"] != "error" else "error")
+        lines.append("| " + " | ".join(line) + " |")
+    device = next((r["device"] for r in rows if r.get("device")), "?")
+    lines.append("")
+    lines.append(f"{len(rows)} points on {device}; `python3 tools/sweep {' '.join(meta.get('argv') or [])}`"
+                 f" ({meta.get('started', '')})")
+    return "\n".join(lines) + "\n"
+
+
 def x_of(row):
     """The plot's x: the point's seqlen_q (group mode: the longest)."""
     r = row["result"] or {}
