@@ -135,11 +135,39 @@ def markdown(rows, meta):
                 line.append(f"{ms / r['ms']:.2f}x" if ms and r["ms"] else "-")
         line.append(VALID[r["valid"]] if r["status"] != "error" else "error")
         lines.append("| " + " | ".join(line) + " |")
+    lines += [""] + group_summary(rows, sdpa_on)
     device = next((r["device"] for r in rows if r.get("device")), "?")
     lines.append("")
     lines.append(f"{len(rows)} points on {device}; `python3 tools/sweep {' '.join(meta.get('argv') or [])}`"
                  f" ({meta.get('started', '')})")
     return "\n".join(lines) + "\n"
+
+
+def group_summary(rows, sdpa_on):
+    """Markdown lines: per line of the plots (example and the options but the lengths), the range
+    over its points of ckt's TFLOPS and of its time ratio against each SDPA backend."""
+    def span(xs, fmt):
+        xs = [x for x in xs if x is not None]
+        if not xs:
+            return "-"
+        lo, hi = min(xs), max(xs)
+        return format(lo, fmt) if format(lo, fmt) == format(hi, fmt) else f"{format(lo, fmt)}-{format(hi, fmt)}"
+    groups = plot_groups(rows)
+    if not groups:
+        return []
+    head = ["example", "options", "s", "ckt TFLOPS"] + ([f"ckt / {be}" for be in BACKENDS] if sdpa_on else [])
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for (example, key), grp in groups.items():
+        xs = sorted(x_of(r) for r in grp)
+        line = [example, " ".join(f"{k}={v}" for k, v in key), f"{xs[0]}-{xs[-1]}" if len(xs) > 1 else str(xs[0]),
+                span([r["tflops"] for r in grp], ".0f")]
+        if sdpa_on:
+            for be in BACKENDS:
+                ratios = [sdpa_value(r, be, "ms") / r["ms"] if sdpa_value(r, be, "ms") and r["ms"] else None
+                          for r in grp]
+                line.append(span(ratios, ".2f") + ("x" if any(x is not None for x in ratios) else ""))
+        lines.append("| " + " | ".join(line) + " |")
+    return lines
 
 
 def x_of(row):
