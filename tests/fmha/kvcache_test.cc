@@ -520,6 +520,11 @@ TEST(KvCacheSplit, Heuristic)
     // 8 tiles on 396 slots, 64 key tiles: every count past 32 gives 2 tiles a
     // split; the best of the counts that shorten the splits wins (32)
     EXPECT_EQ(ckt_fmha_splitkv_heuristic(8, 396, 64, 128), 32);
+    // 1.3 waves unsplit (decode 32/8 heads x batch 64 on H200): split until
+    // the waves are >= 85% full; two waves or more: never
+    EXPECT_EQ(ckt_fmha_splitkv_heuristic(512, 396, 64, 128), 2);
+    EXPECT_EQ(ckt_fmha_splitkv_heuristic(792, 396, 64, 128), 1);
+    EXPECT_EQ(ckt_fmha_splitkv_heuristic(760, 396, 64, 128), 1); // 1.92 waves: 96% full already
     int first, count;
     ckt_fmha_split_range(10, 4, 3, &first, &count);
     EXPECT_EQ(first, 9);
