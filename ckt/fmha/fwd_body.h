@@ -266,10 +266,13 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
 #define CKT__FMHA_LOAD_KV_FROM(src, st)                                                                         \
     do {                                                                                                        \
         if ((src) == 1 && page_tiles) { /* pages hold whole key tiles: one page id a tile */                  \
-            ckt_fmha_page_load_tile_async(CKT__FMHA_SK(st), kp, &kv, pg.page_size, pg.num_pages, a.k_stride_b,   \
-                                          a.k_stride_s, (int)wk.row0, a.hdim_q, BN, D, CKT__FMHA_THREADS, tid); \
-            ckt_fmha_page_load_tile_async(CKT__FMHA_SV(st), vp, &kv, pg.page_size, pg.num_pages, a.v_stride_b,   \
-                                          a.v_stride_s, (int)wv.row0, a.hdim_v, BN, DV, CKT__FMHA_THREADS, tid);\
+            const int32_t id_ = ckt_fmha_page_tile_id(&kv, pg.page_size, (int)wk.row0);                         \
+            const ckt_window2d pk_ = ckt_fmha_page_tile_window(kp, id_, &kv, pg.page_size, pg.num_pages,         \
+                                                               a.k_stride_b, a.k_stride_s, (int)wk.row0, a.hdim_q); \
+            const ckt_window2d pv_ = ckt_fmha_page_tile_window(vp, id_, &kv, pg.page_size, pg.num_pages,         \
+                                                               a.v_stride_b, a.v_stride_s, (int)wv.row0, a.hdim_v); \
+            ckt_smem_tile_load_async(CKT__FMHA_SK(st), &pk_, BN, D, CKT__FMHA_THREADS, tid);                    \
+            ckt_smem_tile_load_async(CKT__FMHA_SV(st), &pv_, BN, DV, CKT__FMHA_THREADS, tid);                   \
         } else if ((src) == 1) {                                                                                \
             ckt_fmha_page_load_kv_async(CKT__FMHA_SK(st), CKT__FMHA_SV(st), kp, vp, &kv, pg.page_size,            \
                                         pg.num_pages, a.k_stride_b, a.k_stride_s, a.v_stride_b, a.v_stride_s,   \

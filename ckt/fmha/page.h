@@ -169,35 +169,31 @@ CKT_INLINE CKT_DEVICE void ckt__fmha_page_copy(ckt_smem_tile s, const uint16_t *
     }
 }
 
-/* Issues the asynchronous copy of key rows n0 .. n0 + R that lie in one
- * page (page size a multiple of R, n0 a multiple of R) into the shared tile
- * s (R x C), by T threads (this one: tid): one page id for the block, then
- * rows at a constant stride; rows past kv->sk, columns past cols and a bad
- * page id give zeros. */
-CKT_INLINE CKT_DEVICE void ckt_fmha_page_load_tile_async(ckt_smem_tile s, const uint16_t *base, const ckt_fmha_kv *kv,
-                                                   int page_size, int num_pages, int64_t page_stride,
-                                                   int64_t row_stride, int n0, int cols, int R, int C, int T, int tid)
+/* The key tile at n0 when pages hold whole tiles (page size a multiple of
+ * the tile): its page's id (-1 past kv->sk), and the window of the tile in
+ * a view of that page's rows that hold keys (no rows for a bad id), which
+ * the contiguous tile loaders (ckt_smem_tile_load_async) read: whole tiles
+ * take their unguarded path, the rest read zeros past the keys. */
+CKT_INLINE CKT_DEVICE int32_t ckt_fmha_page_tile_id(const ckt_fmha_kv *kv, int page_size, int n0)
 {
-    const int vpr = C / 8, r0 = tid / vpr, c = (tid % vpr) * 8, rstep = T / vpr;
-    const unsigned bytes = c < cols ? 16u : 0u;
-    if (T % vpr != 0 && r0 >= rstep)
-        return; /* T not a multiple of C / 8: the last threads have no row */
-    const int p = n0 / page_size;
-    const int32_t id = n0 < kv->sk ? kv->ids[p] : -1;
+    return n0 < kv->sk ? kv->ids[n0 / page_size] : -1;
+}
+
+CKT_INLINE CKT_DEVICE ckt_window2d ckt_fmha_page_tile_window(const uint16_t *base, int32_t id, const ckt_fmha_kv *kv,
+                                                            int page_size, int num_pages, int64_t page_stride,
+                                                            int64_t row_stride, int n0, int cols)
+{
+    const int first = n0 / page_size * page_size;
     const int ok = id >= 0 && id < num_pages;
-    const uint16_t *g = base + (ok ? (int64_t)id * page_stride + (int64_t)(n0 - p * page_size + r0) * row_stride + c : 0);
-    CKT_UNROLL
-    for (int i = 0; i < CKT_CEIL_DIV(R, rstep); i++) {
-        if (R % rstep != 0 && r0 + i * rstep >= R) /* rows r0 < rstep: only a ragged last step */
-            break;
-        const unsigned n = ok && n0 + r0 + i * rstep < kv->sk ? bytes : 0u;
-        ckt_cp_async_16(ckt_smem_tile_ptr(s, r0 + i * rstep, c), g + (n ? (int64_t)i * rstep * row_stride : 0), n);
-    }
+    const int rows = !ok ? 0 : kv->sk - first < page_size ? kv->sk - first : page_size;
+    return ckt_window2d_make(ckt_view2d_make((void *)(base + (ok ? (int64_t)id * page_stride : 0)), rows, cols,
+                                             row_stride),
+                             n0 - first, 0);
 }
 
 /* Issues the asynchronous copies of key rows n0 .. n0 + R of a paged pool
- * (any page size; ckt_fmha_page_load_tile_async is the faster path for
- * pages that hold whole tiles) into the shared tiles sk (R x CK, the K pool at kbase) and sv (R x CV,
+ * (any page size; for pages that hold whole tiles the contiguous loader
+ * over ckt_fmha_page_tile_window is faster) into the shared tiles sk (R x CK, the K pool at kbase) and sv (R x CV,
  * the V pool at vbase), by T threads (this one: tid), like
  * ckt_smem_tile_load_async: rows past kv->sk, columns past cols_k / cols_v
  * and rows on a bad page id become zeros. The bases are the pools at this
