@@ -124,7 +124,9 @@ def _gpu_toolchain(ctx, pic):
     for inc in includes:
         cflags += ["-I" + inc]
     for d in defines + ctx.attr.defines:
-        cflags.append("-D" + d)
+        # nvcc splits an option's value at commas (-DA=1,B=2 is two macros):
+        # a comma inside one definition, e.g. X(FWD,d32,32,32), is escaped
+        cflags.append("-D" + (d.replace(",", "\\,") if backend == "nvidia" else d))
     cflags += ctx.attr.copts
     hdrs = depset(ctx.files.srcs, transitive = headers)
     return struct(compiler = compiler, cflags = cflags, linkflags = linkflags, libs = libs, hdrs = hdrs)

@@ -13,8 +13,10 @@
 #include "ckt/fmha/appendkv_fwd.h" /* the forward's view of the cache an append filled */
 #include "ckt/fmha/args.h"
 #include "ckt/fmha/dispatch.h" /* ckt_fmha_fwd: the compiled instances of libckt_fmha */
+#include "ckt/fmha/plan.h"     /* plans of libckt_fmha's calls: stages, workspace */
 #include "ckt/fmha/ref.h"      /* CPU reference of the forward, FLOP count, comparison */
 #include "ckt/fmha/ref_appendkv.h" /* CPU reference of the append-KV kernel */
+#include "ckt/fmha/registry.h" /* libckt_fmha's instances described, select reports, JSON */
 #include "ckt/fmha/rope.h"     /* rotary embedding */
 #include "ckt/fmha/validate.h"
 #include "ckt/fmha/workspace.h" /* the backward's plan and workspace */

@@ -24,6 +24,8 @@ flags=(-std=c++17 -O3 -lineinfo -x cu -I. -Xcompiler -fPIC -gencode "arch=$carch
 pids=()
 "$nvcc" "${flags[@]}" -c lib/fmha/dispatch.c -o "$obj/dispatch.o" & pids+=($!)
 "$nvcc" "${flags[@]}" -c lib/fmha/appendkv.c -o "$obj/appendkv.o" & pids+=($!)
+"$nvcc" "${flags[@]}" -c lib/fmha/registry.c -o "$obj/registry.o" & pids+=($!)
+"$nvcc" "${flags[@]}" -c lib/fmha/plan.c -o "$obj/plan.o" & pids+=($!)
 for d in ${dims//,/ }; do
   "$nvcc" "${flags[@]}" -c "lib/fmha/fwd_$d.c" -o "$obj/fwd_$d.o" & pids+=($!)
   "$nvcc" "${flags[@]}" "$@" -Xptxas -v -c "lib/fmha/bwd_$d.c" -o "$obj/bwd_$d.o" 2> "$obj/bwd_$d.ptxas" & pids+=($!)
@@ -31,7 +33,7 @@ done
 for p in "${pids[@]}"; do wait "$p"; done
 grep -A2 "dq_dk_dv" "$obj"/bwd_*.ptxas | grep -E "Compiling|spill|registers" | sed -e "s/^/$name: /" -e "s/ptxas info *: //" || true
 "$nvcc" "${flags[@]}" -c examples/fmha_bwd/main.c -o "$obj/main.o"
-"$nvcc" -gencode "arch=$carch,code=$arch" -cudart static "$obj"/main.o "$obj"/dispatch.o "$obj"/appendkv.o "$obj"/fwd_*.o "$obj"/bwd_*.o -o "$out/$name"
-"$nvcc" -shared -gencode "arch=$carch,code=$arch" -cudart static "$obj"/dispatch.o "$obj"/appendkv.o "$obj"/fwd_*.o "$obj"/bwd_*.o -o "$out/$name.so"
+"$nvcc" -gencode "arch=$carch,code=$arch" -cudart static "$obj"/main.o "$obj"/dispatch.o "$obj"/registry.o "$obj"/plan.o "$obj"/appendkv.o "$obj"/fwd_*.o "$obj"/bwd_*.o -o "$out/$name"
+"$nvcc" -shared -gencode "arch=$carch,code=$arch" -cudart static "$obj"/dispatch.o "$obj"/registry.o "$obj"/plan.o "$obj"/appendkv.o "$obj"/fwd_*.o "$obj"/bwd_*.o -o "$out/$name.so"
 rm -rf "$obj"
 echo "$out/$name $out/$name.so"

@@ -15,8 +15,11 @@
  * The call runs the cheapest instance whose head dims are >= the arguments'
  * (other multiples of 8 up to 256 run padded, e.g. 80 on 96/96, 128/64 on
  * 128/128), and returns CKT_ERROR_NO_INSTANCE, saying why, when none fits
- * (a head dim that is not a multiple of 8 or exceeds 256). The instance
- * validates the rest (ckt/fmha/validate.h).
+ * (a head dim that is not a multiple of 8 or exceeds 256, or, in a build of
+ * another instance set, a family the set leaves out). The instance
+ * validates the rest (ckt/fmha/validate.h). What is compiled and why a call
+ * runs what it runs: ckt/fmha/registry.h; plans (stages, workspace):
+ * ckt/fmha/plan.h.
  *
  * Build: bazel build //lib/fmha:libckt_fmha.so (cpu emulator) or
  * --config=nvidia|amd //lib/fmha:fmha_gpu (bazel-bin/lib/fmha/gpu/libckt_fmha.so);
@@ -145,6 +148,11 @@ ckt_status ckt_fmha_appendkv(const ckt_fmha_appendkv_args *a, ckt_stream stream)
 
 /* The i-th compiled append-KV instance, NULL past the end. */
 const ckt_fmha_appendkv_instance *ckt_fmha_appendkv_instance_at(int i);
+
+/* The append-KV instance ckt_fmha_appendkv would run for a (its dtype, head
+ * dims up to 256, multiples of 8), or NULL (ckt_fmha_last_error() says why,
+ * naming the instance set when this build has no append-KV instance). */
+const ckt_fmha_appendkv_instance *ckt_fmha_appendkv_select(const ckt_fmha_appendkv_args *a);
 
 /* ABI check for bindings: the offset of a field of ckt_fmha_fwd_args in this
  * library's build ("sizeof" gives the struct size), (size_t)-1 for an unknown

@@ -1,16 +1,19 @@
 /* lib/fmha/dispatch.c — ckt_fmha_fwd: picks the cheapest compiled instance
- * whose head dims cover the arguments' (ckt/fmha/dispatch.h). */
+ * whose head dims cover the arguments' (ckt/fmha/dispatch.h); the same for
+ * the backward and append-KV, and the select reports (ckt/fmha/registry.h)
+ * from the same rules. */
 #include "lib/fmha/instances.h"
 
 #include <string.h>
 
+/* NULL-terminated: a set may compile no file of a family */
 #define CKT__FMHA_FWD_LIST(file) ckt__fmha_fwd_##file,
-static const ckt_fmha_fwd_instance *const ckt__fmha_fwd_tables[] = {CKT__FMHA_FWD_FILES(CKT__FMHA_FWD_LIST)};
+static const ckt_fmha_fwd_instance *const ckt__fmha_fwd_tables[] = {CKT__FMHA_FWD_FILES(CKT__FMHA_FWD_LIST) NULL};
 #undef CKT__FMHA_FWD_LIST
 
 enum {
     CKT__FMHA_FWD_COUNT =
-        (int)(sizeof ckt__fmha_fwd_tables / sizeof ckt__fmha_fwd_tables[0]) * CKT__FMHA_FWD_PER_FILE
+        (int)(sizeof ckt__fmha_fwd_tables / sizeof ckt__fmha_fwd_tables[0] - 1) * CKT__FMHA_FWD_PER_FILE
 };
 
 /* The largest head dim any instance takes (for messages). */
@@ -23,69 +26,134 @@ const ckt_fmha_fwd_instance *ckt_fmha_fwd_instance_at(int i)
     return &ckt__fmha_fwd_tables[i / CKT__FMHA_FWD_PER_FILE][i % CKT__FMHA_FWD_PER_FILE];
 }
 
-/* The compiled head-dim pairs of dtype dt, "32/32 64/64 ...", for messages. */
-static void ckt__fmha_fwd_list_dims(char *buf, size_t size, ckt_dtype dt)
+/* The compiled head-dim pairs of dtype dt, "32/32 64/64 ...", for messages:
+ * the instances with the KV cache (kv = 1) or without it, decode aside. */
+static void ckt__fmha_fwd_list_dims(char *buf, size_t size, ckt_dtype dt, int kv)
 {
     size_t n = 0;
     buf[0] = 0;
     for (int i = 0; i < CKT__FMHA_FWD_COUNT && n < size; i++) {
         const ckt_fmha_fwd_instance *in = ckt_fmha_fwd_instance_at(i);
-        if (in->dtype == dt && !in->packs_gqa && !in->kv_cache) {
+        if (in->dtype == dt && !in->packs_gqa && !in->kv_cache == !kv) {
             int w = snprintf(buf + n, size - n, "%s%d/%d", n ? " " : "", in->hdim, in->hdim_v);
             n += w > 0 ? (size_t)w : 0;
         }
     }
+    if (n == 0)
+        snprintf(buf, size, "none");
+}
+
+/* Why instance `in` cannot run a (NULL: it can), the reason in buf. The
+ * dispatcher's one rule: ckt__fmha_fwd_pick and the select report use it. */
+static const char *ckt__fmha_fwd_reject(const ckt_fmha_fwd_instance *in, const ckt_fmha_fwd_args *a, char *buf,
+                                        size_t size)
+{
+    if (in->dtype != a->dtype)
+        snprintf(buf, size, "dtype: it takes %s, the call has %s", ckt_dtype_name(in->dtype), ckt_dtype_name(a->dtype));
+    else if (in->hdim < a->hdim_q || in->hdim_v < a->hdim_v)
+        snprintf(buf, size, "head dims: it takes up to %d/%d, the call has %d/%d", in->hdim, in->hdim_v, a->hdim_q,
+                 a->hdim_v);
+    else if (in->packs_gqa && a->seqlen_q > CKT_FMHA_DECODE_MAX_Q)
+        snprintf(buf, size, "decode instance: seqlen_q %d > CKT_FMHA_DECODE_MAX_Q %d", a->seqlen_q,
+                 CKT_FMHA_DECODE_MAX_Q);
+    else if (!in->kv_cache && ckt_fmha_fwd_uses_kv_cache(a))
+        snprintf(buf, size, "compiled without the KV cache; the call sets %s",
+                 a->page_size ? "page_size" : a->cache_batch_idx ? "cache_batch_idx" : "num_splits / workspace");
+    else if (a->hdim_q % CKT_FMHA_VEC_ELEMS || a->hdim_v % CKT_FMHA_VEC_ELEMS)
+        snprintf(buf, size, "head dims %d/%d: not multiples of 8", a->hdim_q, a->hdim_v);
+    else if (!in->fits(a))
+        snprintf(buf, size, "its fits() declines the call");
+    else
+        return NULL;
+    return buf;
+}
+
+/* Whether `in` is cheaper than `best` (NULL: yes). Cost ~ the padded head
+ * dims the instance computes with; at equal head dims decode before the
+ * rest, then without the KV cache before with it. */
+static int ckt__fmha_fwd_cheaper(const ckt_fmha_fwd_instance *in, const ckt_fmha_fwd_instance *best)
+{
+    if (!best)
+        return 1;
+    const int rank = in->packs_gqa ? 0 : in->kv_cache ? 2 : 1;
+    const int best_rank = best->packs_gqa ? 0 : best->kv_cache ? 2 : 1;
+    return in->hdim + in->hdim_v < best->hdim + best->hdim_v ||
+           (in->hdim + in->hdim_v == best->hdim + best->hdim_v &&
+            (in->hdim < best->hdim || (in->hdim == best->hdim && rank < best_rank)));
+}
+
+/* The call's own errors (NULL args, dtype, head dims <= 0), before any instance. */
+static ckt_status ckt__fmha_fwd_precheck(const ckt_fmha_fwd_args *a)
+{
+    if (!a)
+        return ckt__fail(CKT_ERROR_NULL_POINTER, "ckt_fmha_fwd: args is NULL");
+    if (a->dtype != CKT_F16 && a->dtype != CKT_BF16)
+        return ckt__fail(CKT_ERROR_UNSUPPORTED, "dtype: %s (%d): ckt_fmha_fwd takes fp16 or bf16",
+                         ckt_dtype_name(a->dtype), (int)a->dtype);
+    if (a->hdim_q <= 0 || a->hdim_v <= 0)
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "%s: %d (must be > 0)", a->hdim_q <= 0 ? "hdim_q" : "hdim_v",
+                         a->hdim_q <= 0 ? a->hdim_q : a->hdim_v);
+    return CKT_SUCCESS;
 }
 
 /* The instance for a, or NULL with *st (and the detail message) set. */
-static const ckt_fmha_fwd_instance *ckt__fmha_fwd_pick(const ckt_fmha_fwd_args *a, ckt_status *st)
+const ckt_fmha_fwd_instance *ckt__fmha_fwd_pick(const ckt_fmha_fwd_args *a, ckt_status *st)
 {
-    *st = CKT_SUCCESS;
-    if (!a) {
-        *st = ckt__fail(CKT_ERROR_NULL_POINTER, "ckt_fmha_fwd: args is NULL");
+    *st = ckt__fmha_fwd_precheck(a);
+    if (*st != CKT_SUCCESS)
         return NULL;
-    }
-    if (a->dtype != CKT_F16 && a->dtype != CKT_BF16) {
-        *st = ckt__fail(CKT_ERROR_UNSUPPORTED, "dtype: %s (%d): ckt_fmha_fwd takes fp16 or bf16",
-                        ckt_dtype_name(a->dtype), (int)a->dtype);
-        return NULL;
-    }
-    if (a->hdim_q <= 0 || a->hdim_v <= 0) {
-        *st = ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "%s: %d (must be > 0)", a->hdim_q <= 0 ? "hdim_q" : "hdim_v",
-                        a->hdim_q <= 0 ? a->hdim_q : a->hdim_v);
-        return NULL;
-    }
-    /* cost ~ the padded head dims the instance computes with; decode
-     * instances only for short query lengths, preferred there at equal cost */
-    const int decode = a->seqlen_q <= CKT_FMHA_DECODE_MAX_Q;
     const ckt_fmha_fwd_instance *best = NULL;
+    char reason[160];
     for (int i = 0; i < CKT__FMHA_FWD_COUNT; i++) {
         const ckt_fmha_fwd_instance *in = ckt_fmha_fwd_instance_at(i);
-        if (in->dtype != a->dtype || in->hdim < a->hdim_q || in->hdim_v < a->hdim_v || !in->fits(a) ||
-            (in->packs_gqa && !decode))
-            continue;
-        /* at equal head dims: decode before the rest, then without the KV cache before with it */
-        const int rank = in->packs_gqa ? 0 : in->kv_cache ? 2 : 1;
-        const int best_rank = best ? (best->packs_gqa ? 0 : best->kv_cache ? 2 : 1) : 0;
-        if (!best || in->hdim + in->hdim_v < best->hdim + best->hdim_v ||
-            (in->hdim + in->hdim_v == best->hdim + best->hdim_v &&
-             (in->hdim < best->hdim || (in->hdim == best->hdim && rank < best_rank))))
+        if (!ckt__fmha_fwd_reject(in, a, reason, sizeof reason) && ckt__fmha_fwd_cheaper(in, best))
             best = in;
     }
     if (!best) {
-        char dims[256];
-        ckt__fmha_fwd_list_dims(dims, sizeof dims, a->dtype);
+        const int kv = ckt_fmha_fwd_uses_kv_cache(a);
+        char dims[256], hint[256] = "";
+        ckt__fmha_fwd_list_dims(dims, sizeof dims, a->dtype, kv);
         const char *why = a->hdim_q % CKT_FMHA_VEC_ELEMS ? "hdim_q is not a multiple of 8"
                         : a->hdim_v % CKT_FMHA_VEC_ELEMS ? "hdim_v is not a multiple of 8"
                         : a->hdim_q > CKT__FMHA_FWD_MAX_HDIM || a->hdim_v > CKT__FMHA_FWD_MAX_HDIM
                               ? "head dims go up to 256"
-                              : "no compiled head-dim pair covers it";
+                        : kv ? "no compiled instance with the KV cache (paged, split-KV, cache_batch_idx) covers it"
+                             : "no compiled head-dim pair covers it";
+        if (a->hdim_q % CKT_FMHA_VEC_ELEMS == 0 && a->hdim_v % CKT_FMHA_VEC_ELEMS == 0) {
+            unsigned fams = (1u << CKT_FMHA_FAMILY_FWD_KV) | (kv ? 0u : 1u << CKT_FMHA_FAMILY_FWD) |
+                            (a->seqlen_q <= CKT_FMHA_DECODE_MAX_Q ? 1u << CKT_FMHA_FAMILY_FWD_DECODE : 0u);
+            ckt__fmha_set_hint(fams, a->hdim_q, a->hdim_v, hint, sizeof hint);
+        }
         *st = ckt__fail(CKT_ERROR_NO_INSTANCE,
-                        "ckt_fmha_fwd: no instance for %s hdim_q=%d hdim_v=%d: %s (compiled hdim_q/hdim_v: %s; "
+                        "ckt_fmha_fwd: no instance for %s hdim_q=%d hdim_v=%d: %s%s (compiled hdim_q/hdim_v%s: %s; "
                         "smaller multiples of 8 run padded)",
-                        ckt_dtype_name(a->dtype), a->hdim_q, a->hdim_v, why, dims);
+                        ckt_dtype_name(a->dtype), a->hdim_q, a->hdim_v, why, hint, kv ? " with the KV cache" : "",
+                        dims);
     }
     return best;
+}
+
+size_t ckt_fmha_fwd_select_report(const ckt_fmha_fwd_args *a, char *buf, size_t size)
+{
+    ckt__fmha_out o = ckt__fmha_out_make(buf, size);
+    ckt_status st;
+    const ckt_fmha_fwd_instance *best = ckt__fmha_fwd_pick(a, &st);
+    if (a && st != CKT_ERROR_NULL_POINTER && st != CKT_ERROR_UNSUPPORTED && st != CKT_ERROR_INVALID_ARGUMENT) {
+        char reason[160];
+        for (int i = 0; i < CKT__FMHA_FWD_COUNT; i++) {
+            const ckt_fmha_fwd_instance *in = ckt_fmha_fwd_instance_at(i);
+            const char *r = ckt__fmha_fwd_reject(in, a, reason, sizeof reason);
+            if (in == best)
+                ckt__fmha_printf(&o, "%s: chosen\n", in->name);
+            else if (!r)
+                ckt__fmha_printf(&o, "%s: fits, but %s is cheaper\n", in->name, best->name);
+            else
+                ckt__fmha_printf(&o, "%s: rejected: %s\n", in->name, r);
+        }
+    }
+    if (!best)
+        ckt__fmha_printf(&o, "no instance: %s\n", ckt_last_error());
+    return o.len;
 }
 
 const ckt_fmha_fwd_instance *ckt_fmha_fwd_select(const ckt_fmha_fwd_args *a)
@@ -121,12 +189,12 @@ int ckt_fmha_fwd_num_splits(const ckt_fmha_fwd_args *a)
 /* >>backward */
 
 #define CKT__FMHA_BWD_LIST(file) ckt__fmha_bwd_##file,
-static const ckt_fmha_bwd_instance *const ckt__fmha_bwd_tables[] = {CKT__FMHA_BWD_FILES(CKT__FMHA_BWD_LIST)};
+static const ckt_fmha_bwd_instance *const ckt__fmha_bwd_tables[] = {CKT__FMHA_BWD_FILES(CKT__FMHA_BWD_LIST) NULL};
 #undef CKT__FMHA_BWD_LIST
 
 enum {
     CKT__FMHA_BWD_COUNT =
-        (int)(sizeof ckt__fmha_bwd_tables / sizeof ckt__fmha_bwd_tables[0]) * CKT__FMHA_FWD_PER_FILE
+        (int)(sizeof ckt__fmha_bwd_tables / sizeof ckt__fmha_bwd_tables[0] - 1) * CKT__FMHA_FWD_PER_FILE
 };
 
 const ckt_fmha_bwd_instance *ckt_fmha_bwd_instance_at(int i)
@@ -136,38 +204,72 @@ const ckt_fmha_bwd_instance *ckt_fmha_bwd_instance_at(int i)
     return &ckt__fmha_bwd_tables[i / CKT__FMHA_FWD_PER_FILE][i % CKT__FMHA_FWD_PER_FILE];
 }
 
-/* The cheapest backward instance covering traits t (head dims, dtype), or
- * NULL with the reason. The instance's fits() sees an args struct with t's
- * type and head dims. */
-static const ckt_fmha_bwd_instance *ckt__fmha_bwd_pick(const ckt_fmha_bwd_traits *t, ckt_status *st)
+/* Why backward instance `in` cannot run traits t (NULL: it can); probe is
+ * an args struct with t's type and head dims, for the instance's fits(). */
+static const char *ckt__fmha_bwd_reject(const ckt_fmha_bwd_instance *in, const ckt_fmha_bwd_traits *t,
+                                        const ckt_fmha_bwd_args *probe, char *buf, size_t size)
 {
-    *st = CKT_SUCCESS;
-    if (!t) {
-        *st = ckt__fail(CKT_ERROR_NULL_POINTER, "ckt_fmha_bwd: traits is NULL");
+    if (in->dtype != t->dtype)
+        snprintf(buf, size, "dtype: it takes %s, the call has %s", ckt_dtype_name(in->dtype), ckt_dtype_name(t->dtype));
+    else if (in->hdim < t->hdim_q || in->hdim_v < t->hdim_v)
+        snprintf(buf, size, "head dims: it takes up to %d/%d, the call has %d/%d", in->hdim, in->hdim_v, t->hdim_q,
+                 t->hdim_v);
+    else if (t->hdim_q % CKT_FMHA_VEC_ELEMS || t->hdim_v % CKT_FMHA_VEC_ELEMS)
+        snprintf(buf, size, "head dims %d/%d: not multiples of 8", t->hdim_q, t->hdim_v);
+    else if (!in->fits(probe))
+        snprintf(buf, size, "this target declines it (CDNA: the backward's head dims stop at 192, the LDS limit)");
+    else
         return NULL;
-    }
-    if (t->dtype != CKT_F16 && t->dtype != CKT_BF16) {
-        *st = ckt__fail(CKT_ERROR_UNSUPPORTED, "dtype: %s (%d): ckt_fmha_bwd takes fp16 or bf16",
-                        ckt_dtype_name(t->dtype), (int)t->dtype);
-        return NULL;
-    }
-    if (t->hdim_q <= 0 || t->hdim_v <= 0) {
-        *st = ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "%s: %d (must be > 0)", t->hdim_q <= 0 ? "hdim_q" : "hdim_v",
-                        t->hdim_q <= 0 ? t->hdim_q : t->hdim_v);
-        return NULL;
-    }
+    return buf;
+}
+
+static ckt_status ckt__fmha_bwd_precheck(const ckt_fmha_bwd_traits *t)
+{
+    if (!t)
+        return ckt__fail(CKT_ERROR_NULL_POINTER, "ckt_fmha_bwd: traits is NULL");
+    if (t->dtype != CKT_F16 && t->dtype != CKT_BF16)
+        return ckt__fail(CKT_ERROR_UNSUPPORTED, "dtype: %s (%d): ckt_fmha_bwd takes fp16 or bf16",
+                         ckt_dtype_name(t->dtype), (int)t->dtype);
+    if (t->hdim_q <= 0 || t->hdim_v <= 0)
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "%s: %d (must be > 0)", t->hdim_q <= 0 ? "hdim_q" : "hdim_v",
+                         t->hdim_q <= 0 ? t->hdim_q : t->hdim_v);
+    return CKT_SUCCESS;
+}
+
+static ckt_fmha_bwd_args ckt__fmha_bwd_probe(const ckt_fmha_bwd_traits *t)
+{
     ckt_fmha_bwd_args probe = CKT_ZERO_INIT;
     probe.dtype = t->dtype;
     probe.hdim_q = t->hdim_q;
     probe.hdim_v = t->hdim_v;
+    return probe;
+}
+
+/* The cheapest backward instance covering traits t (head dims, dtype), or
+ * NULL with the reason. */
+static const ckt_fmha_bwd_instance *ckt__fmha_bwd_pick(const ckt_fmha_bwd_traits *t, ckt_status *st)
+{
+    *st = ckt__fmha_bwd_precheck(t);
+    if (*st != CKT_SUCCESS)
+        return NULL;
+    char hint[256] = "";
+    if (CKT__FMHA_BWD_COUNT == 0) {
+        ckt__fmha_sets_with(1u << CKT_FMHA_FAMILY_BWD, hint, sizeof hint);
+        *st = ckt__fail(CKT_ERROR_NO_INSTANCE,
+                        "ckt_fmha_bwd: no backward instance in instance set '%s' (build with "
+                        "--define=ckt_fmha_set=%s)",
+                        ckt_fmha_instance_set(), hint);
+        return NULL;
+    }
+    const ckt_fmha_bwd_args probe = ckt__fmha_bwd_probe(t);
     const ckt_fmha_bwd_instance *best = NULL;
     int covered = 0; /* some instance's head dims cover t, but it does not fit (target limits) */
+    char reason[160];
     for (int i = 0; i < CKT__FMHA_BWD_COUNT; i++) {
         const ckt_fmha_bwd_instance *in = ckt_fmha_bwd_instance_at(i);
-        if (in->dtype != t->dtype || in->hdim < t->hdim_q || in->hdim_v < t->hdim_v)
-            continue;
-        covered = 1;
-        if (!in->fits(&probe))
+        if (in->dtype == t->dtype && in->hdim >= t->hdim_q && in->hdim_v >= t->hdim_v)
+            covered = 1;
+        if (ckt__fmha_bwd_reject(in, t, &probe, reason, sizeof reason))
             continue;
         if (!best || in->hdim + in->hdim_v < best->hdim + best->hdim_v ||
             (in->hdim + in->hdim_v == best->hdim + best->hdim_v && in->hdim < best->hdim))
@@ -181,10 +283,36 @@ static const ckt_fmha_bwd_instance *ckt__fmha_bwd_pick(const ckt_fmha_bwd_traits
                         : covered ? "this target's backward instances stop below it (CDNA: head dims up to 192, "
                                     "the LDS limit)"
                                   : "no compiled head-dim pair covers it";
-        *st = ckt__fail(CKT_ERROR_NO_INSTANCE, "ckt_fmha_bwd: no instance for %s hdim_q=%d hdim_v=%d: %s",
-                        ckt_dtype_name(t->dtype), t->hdim_q, t->hdim_v, why);
+        if (!covered && t->hdim_q % CKT_FMHA_VEC_ELEMS == 0 && t->hdim_v % CKT_FMHA_VEC_ELEMS == 0)
+            ckt__fmha_set_hint(1u << CKT_FMHA_FAMILY_BWD, t->hdim_q, t->hdim_v, hint, sizeof hint);
+        *st = ckt__fail(CKT_ERROR_NO_INSTANCE, "ckt_fmha_bwd: no instance for %s hdim_q=%d hdim_v=%d: %s%s",
+                        ckt_dtype_name(t->dtype), t->hdim_q, t->hdim_v, why, hint);
     }
     return best;
+}
+
+size_t ckt_fmha_bwd_select_report(const ckt_fmha_bwd_traits *t, char *buf, size_t size)
+{
+    ckt__fmha_out o = ckt__fmha_out_make(buf, size);
+    ckt_status st;
+    const ckt_fmha_bwd_instance *best = ckt__fmha_bwd_pick(t, &st);
+    if (t && (st == CKT_SUCCESS || st == CKT_ERROR_NO_INSTANCE)) {
+        const ckt_fmha_bwd_args probe = ckt__fmha_bwd_probe(t);
+        char reason[160];
+        for (int i = 0; i < CKT__FMHA_BWD_COUNT; i++) {
+            const ckt_fmha_bwd_instance *in = ckt_fmha_bwd_instance_at(i);
+            const char *r = ckt__fmha_bwd_reject(in, t, &probe, reason, sizeof reason);
+            if (in == best)
+                ckt__fmha_printf(&o, "%s: chosen\n", in->name);
+            else if (!r)
+                ckt__fmha_printf(&o, "%s: fits, but %s is cheaper\n", in->name, best->name);
+            else
+                ckt__fmha_printf(&o, "%s: rejected: %s\n", in->name, r);
+        }
+    }
+    if (!best)
+        ckt__fmha_printf(&o, "no instance: %s\n", ckt_last_error());
+    return o.len;
 }
 
 const ckt_fmha_bwd_instance *ckt_fmha_bwd_select(const ckt_fmha_bwd_traits *t)
@@ -372,20 +500,106 @@ size_t ckt_fmha_bwd_args_offset(const char *field)
 
 /* >>append-KV */
 
+#if CKT__FMHA_HAS_APPENDKV
+#define CKT__FMHA_APPENDKV_N CKT__FMHA_APPENDKV_COUNT
+#define CKT__FMHA_APPENDKV_AT(i) (&ckt__fmha_appendkv[i])
+#else
+#define CKT__FMHA_APPENDKV_N 0
+#define CKT__FMHA_APPENDKV_AT(i) ((const ckt_fmha_appendkv_instance *)NULL)
+#endif
+
 const ckt_fmha_appendkv_instance *ckt_fmha_appendkv_instance_at(int i)
 {
-    return i >= 0 && i < CKT__FMHA_APPENDKV_COUNT ? &ckt__fmha_appendkv[i] : NULL;
+    return i >= 0 && i < CKT__FMHA_APPENDKV_N ? CKT__FMHA_APPENDKV_AT(i) : NULL;
 }
 
+/* Why append-KV instance `in` cannot run a (NULL: it can). */
+static const char *ckt__fmha_appendkv_reject(const ckt_fmha_appendkv_instance *in, const ckt_fmha_appendkv_args *a,
+                                             char *buf, size_t size)
+{
+    if (in->dtype != a->dtype)
+        snprintf(buf, size, "dtype: it takes %s, the call has %s", ckt_dtype_name(in->dtype), ckt_dtype_name(a->dtype));
+    else if (a->hdim_q > CKT_FMHA_APPENDKV_MAX_HDIM || a->hdim_v > CKT_FMHA_APPENDKV_MAX_HDIM)
+        snprintf(buf, size, "head dims: it takes up to %d, the call has %d/%d", CKT_FMHA_APPENDKV_MAX_HDIM, a->hdim_q,
+                 a->hdim_v);
+    else if (a->hdim_q <= 0 || a->hdim_v <= 0 || a->hdim_q % CKT_FMHA_VEC_ELEMS || a->hdim_v % CKT_FMHA_VEC_ELEMS)
+        snprintf(buf, size, "head dims %d/%d: not positive multiples of 8", a->hdim_q, a->hdim_v);
+    else
+        return NULL;
+    return buf;
+}
+
+/* The append-KV instance of a's dtype; with dims = 1 checked against a's head dims too. */
+static const ckt_fmha_appendkv_instance *ckt__fmha_appendkv_pick(const ckt_fmha_appendkv_args *a, int dims,
+                                                                 ckt_status *st)
+{
+    *st = CKT_SUCCESS;
+    if (!a) {
+        *st = ckt__fail(CKT_ERROR_NULL_POINTER, "ckt_fmha_appendkv: args is NULL");
+        return NULL;
+    }
+    if (CKT__FMHA_APPENDKV_N == 0) {
+        char sets[128];
+        ckt__fmha_sets_with(1u << CKT_FMHA_FAMILY_APPENDKV, sets, sizeof sets);
+        *st = ckt__fail(CKT_ERROR_NO_INSTANCE,
+                        "ckt_fmha_appendkv: no append-KV instance in instance set '%s' (build with "
+                        "--define=ckt_fmha_set=%s)",
+                        ckt_fmha_instance_set(), sets);
+        return NULL;
+    }
+    if (a->dtype != CKT_F16 && a->dtype != CKT_BF16) {
+        *st = ckt__fail(CKT_ERROR_UNSUPPORTED, "dtype: %s (%d): ckt_fmha_appendkv takes fp16 or bf16",
+                        ckt_dtype_name(a->dtype), (int)a->dtype);
+        return NULL;
+    }
+    char reason[160];
+    for (int i = 0; i < CKT__FMHA_APPENDKV_N; i++) {
+        const ckt_fmha_appendkv_instance *in = ckt_fmha_appendkv_instance_at(i);
+        if (in->dtype != a->dtype)
+            continue;
+        if (dims && ckt__fmha_appendkv_reject(in, a, reason, sizeof reason)) {
+            *st = ckt__fail(CKT_ERROR_NO_INSTANCE, "ckt_fmha_appendkv: no instance for %s hdim_q=%d hdim_v=%d: %s",
+                            ckt_dtype_name(a->dtype), a->hdim_q, a->hdim_v, reason);
+            return NULL;
+        }
+        return in;
+    }
+    *st = ckt__fail(CKT_ERROR_NO_INSTANCE, "ckt_fmha_appendkv: no %s instance compiled", ckt_dtype_name(a->dtype));
+    return NULL;
+}
+
+const ckt_fmha_appendkv_instance *ckt_fmha_appendkv_select(const ckt_fmha_appendkv_args *a)
+{
+    ckt_status st;
+    return ckt__fmha_appendkv_pick(a, 1, &st);
+}
+
+size_t ckt_fmha_appendkv_select_report(const ckt_fmha_appendkv_args *a, char *buf, size_t size)
+{
+    ckt__fmha_out o = ckt__fmha_out_make(buf, size);
+    ckt_status st;
+    const ckt_fmha_appendkv_instance *best = ckt__fmha_appendkv_pick(a, 1, &st);
+    char reason[160];
+    for (int i = 0; a && i < CKT__FMHA_APPENDKV_N; i++) {
+        const ckt_fmha_appendkv_instance *in = ckt_fmha_appendkv_instance_at(i);
+        const char *r = ckt__fmha_appendkv_reject(in, a, reason, sizeof reason);
+        if (in == best)
+            ckt__fmha_printf(&o, "%s: chosen\n", in->name);
+        else
+            ckt__fmha_printf(&o, "%s: rejected: %s\n", in->name, r ? r : "not chosen");
+    }
+    if (!best)
+        ckt__fmha_printf(&o, "no instance: %s\n", ckt_last_error());
+    return o.len;
+}
+
+/* The dtype picks the instance; the instance validates the rest (head dims
+ * included: its messages name the field). */
 ckt_status ckt_fmha_appendkv(const ckt_fmha_appendkv_args *a, ckt_stream stream)
 {
-    if (!a)
-        return ckt__fail(CKT_ERROR_NULL_POINTER, "ckt_fmha_appendkv: args is NULL");
-    for (int i = 0; i < CKT__FMHA_APPENDKV_COUNT; i++)
-        if (ckt__fmha_appendkv[i].dtype == a->dtype)
-            return ckt__fmha_appendkv[i].launch(a, stream);
-    return ckt__fail(CKT_ERROR_UNSUPPORTED, "dtype: %s (%d): ckt_fmha_appendkv takes fp16 or bf16",
-                     ckt_dtype_name(a->dtype), (int)a->dtype);
+    ckt_status st;
+    const ckt_fmha_appendkv_instance *in = ckt__fmha_appendkv_pick(a, 0, &st);
+    return in ? in->launch(a, stream) : st;
 }
 
 size_t ckt_fmha_appendkv_args_offset(const char *field)
