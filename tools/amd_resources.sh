@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prints the AMD code-object resources of every kernel in a source file, per
 # architecture: VGPRs, AGPRs, SGPRs, scratch (private segment) and LDS (group
-# segment) bytes, spills. Exit status 1 if any kernel uses scratch.
+# segment) bytes, spills. Exit status 1 if any kernel uses scratch, 2 if the
+# file does not compile or holds no kernel.
 #
 #   bash tools/amd_resources.sh examples/vector_add/main.c [extra hipcc flags]
 set -euo pipefail
@@ -11,9 +12,13 @@ readelf=/usr/lib/llvm-15/bin/llvm-readelf
 [ -x "$readelf" ] || readelf=llvm-readelf
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 abs=$(cd "$(dirname "$src")" && pwd)/$(basename "$src")
-(cd "$tmp" && hipcc -x hip --offload-arch=gfx90a --offload-arch=gfx940 -O3 -std=c++17 \
-   -I"$root" "$@" -c "$abs" -o out.o --save-temps 2>/dev/null)
+# a file that does not compile, or holds no kernel, is an error (exit 2), not "no scratch"
+if ! (cd "$tmp" && hipcc -x hip --offload-arch=gfx90a --offload-arch=gfx940 -O3 -std=c++17 \
+   -I"$root" "$@" -c "$abs" -o out.o --save-temps 2>"$tmp/stderr"); then
+  cat "$tmp/stderr" >&2; echo "amd_resources.sh: $src does not compile for AMD" >&2; exit 2
+fi
 scratch=0
+kernels=0
 printf '%-8s %-48s %5s %5s %5s %8s %8s %6s\n' arch kernel vgpr agpr sgpr scratch lds spills
 for f in "$tmp"/*-hip-amdgcn-amd-amdhsa-*.out; do
   arch=${f##*-}; arch=${arch%.out}
@@ -29,6 +34,8 @@ for f in "$tmp"/*-hip-amdgcn-amd-amdhsa-*.out; do
     function emit() { printf "%-8s %-48s %5s %5s %5s %8s %8s %6s\n", arch, substr(name,1,48), vgpr, agpr, sgpr, priv, lds, vsp+ssp; name="" }
     END { if (name != "") emit() }'
   notes=$("$readelf" --notes "$f")
+  kernels=$((kernels + $(grep -c '^    \.name:' <<<"$notes" || true)))
   case "$notes" in *".private_segment_fixed_size: "[1-9]*) scratch=1 ;; esac
 done
+[ "$kernels" -gt 0 ] || { echo "amd_resources.sh: no kernel in $src" >&2; exit 2; }
 exit $scratch

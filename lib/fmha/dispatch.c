@@ -2,6 +2,9 @@
  * whose head dims cover the arguments' (ckt/fmha/dispatch.h); the same for
  * the backward and append-KV, and the select reports (ckt/fmha/registry.h)
  * from the same rules. */
+#if !defined(CKT__FMHA_FWD_FILES) || !defined(CKT__FMHA_BWD_FILES)
+#error "lib/fmha: define CKT__FMHA_FWD_FILES(X) and CKT__FMHA_BWD_FILES(X) (lib/fmha/BUILD does, from lib/fmha/instances.bzl)"
+#endif
 #include "lib/fmha/instances.h"
 
 #include <string.h>
