@@ -571,6 +571,10 @@ TEST(Dispatch, ArgsLayoutIsExported)
     EXPECT_EQ(ckt_fmha_fwd_args_offset("sizeof"), sizeof(ckt_fmha_fwd_args));
     EXPECT_EQ(ckt_fmha_fwd_args_offset("window_right"), offsetof(ckt_fmha_fwd_args, window_right));
     EXPECT_EQ(ckt_fmha_fwd_args_offset("q_stride_b"), offsetof(ckt_fmha_fwd_args, q_stride_b));
+    EXPECT_EQ(ckt_fmha_fwd_args_offset("sink"), offsetof(ckt_fmha_fwd_args, sink));
+    EXPECT_EQ(ckt_fmha_bwd_args_offset("sink"), offsetof(ckt_fmha_bwd_args, sink));
+    EXPECT_EQ(ckt_fmha_bwd_args_offset("dsink"), offsetof(ckt_fmha_bwd_args, dsink));
+    EXPECT_EQ(ckt_fmha_bwd_args_offset("sizeof"), sizeof(ckt_fmha_bwd_args));
     EXPECT_EQ(ckt_fmha_fwd_args_offset("nope"), (size_t)-1);
 }
 
