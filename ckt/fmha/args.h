@@ -8,6 +8,8 @@
  *
  * with g = nhead_q / nhead_k (GQA / MQA) and the soft-cap applied only when
  * softcap > 0. A row whose keys are all masked gives O = 0, LSE = -inf.
+ * Optional per-head sink logits (sink, at the struct's end) join every
+ * row's denominator (gpt-oss's attention sinks).
  *
  * Layout: every tensor is addressed through strides in elements with a unit
  * stride on the head dimension, so [b][h][s][d] and [b][s][h][d] (and any
@@ -125,6 +127,15 @@ typedef struct ckt_fmha_fwd_args {
     int num_splits;
     void *workspace;
     size_t workspace_bytes;
+
+    /* >>sink: attention sinks (gpt-oss). sink[h] is query head h's learned
+     * logit, in the units of the scaled (soft-capped) scores and never
+     * scaled or capped itself; it joins each row's softmax denominator but
+     * brings no value:
+     *   O[b][h][i] = sum_j exp(s_ij - LSE_i) V_j,   LSE_i = log(exp(sink[h]) + sum_j exp(s_ij))
+     * A row with no visible key gets O = 0, LSE = sink[h]. Split-KV adds it
+     * once, in the combine. */
+    const float *sink; /* optional, device, [nhead_q] fp32: per-head sink logits (gpt-oss); NULL: none */
 } ckt_fmha_fwd_args;
 
 /* >>backward: ckt_fmha_bwd_args
@@ -186,6 +197,14 @@ typedef struct ckt_fmha_bwd_args {
     int deterministic;
     void *workspace;        /* device, prepared (ckt/fmha/workspace.h) */
     size_t workspace_bytes; /* its size, checked against the plan's need */
+
+    /* >>sink: the forward's per-head sink logits (ckt_fmha_fwd_args.sink),
+     * when it ran with them (its LSE includes them; nothing else changes),
+     * and their gradient, a reduction over every row of every entry:
+     *   dsink[h] = -sum_b sum_i exp(sink[h] - LSE[b][h][i]) D[b][h][i]
+     * in a fixed order (bitwise reproducible in either mode). */
+    const float *sink; /* optional, device, [nhead_q] fp32; NULL: none */
+    float *dsink;      /* [nhead_q] fp32, written (not accumulated); NULL: not wanted (needs sink) */
 } ckt_fmha_bwd_args;
 
 /* >>append-KV: ckt_fmha_appendkv_args (kernel: ckt/fmha/appendkv_body.h)

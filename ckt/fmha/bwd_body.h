@@ -11,8 +11,8 @@
  *   ckt_status NAME_plan(ckt_fmha_bwd_plan *plan, const ckt_fmha_bwd_traits *t);
  *   ckt_status NAME_run(const ckt_fmha_bwd_plan *plan, const ckt_fmha_bwd_args *a, ckt_stream s);
  *   int        NAME_fits(const ckt_fmha_bwd_args *a);
- * and the kernels NAME_dot_do_o_kernel, NAME_dq_dk_dv_kernel and
- * NAME_convert_dq_kernel, then #undefs the parameters (several instances per
+ * and the kernels NAME_dot_do_o_kernel, NAME_dq_dk_dv_kernel,
+ * NAME_convert_dq_kernel and NAME_dsink_kernel (attention sinks), then #undefs the parameters (several instances per
  * translation unit are fine). Arguments: ckt_fmha_bwd_args (ckt/fmha/args.h);
  * workspace: ckt/fmha/workspace.h (NAME_plan, then ckt_fmha_bwd_prepare or
  * _prepare_async, then NAME_run).
@@ -31,6 +31,9 @@
  *                  P^T and dS^T go through shared memory (each product has
  *                  its own warp layout). dK is scaled once at the end.
  *   3. convert_dq: dQ = scale * sum of the dQ slots (in order), to fp16/bf16.
+ *   (4. dsink:     with attention sinks, dsink[h] = -sum exp(sink[h] - LSE) D
+ *                  over every row of head h, a fixed-order reduction. The
+ *                  sinks change nothing else: LSE already holds them.)
  * Deterministic mode: a persistent grid whose blocks own contiguous unit
  * ranges (the plan's partition); a block adds its dQ contributions to its own
  * slot without atomics. Otherwise one block per unit, dQ by fp32 atomics.
@@ -334,6 +337,41 @@ CKT_INLINE CKT_DEVICE void ckt__fmha_bwd_convert_dq(const ckt_fmha_bwd_args *a, 
     }
 }
 
+/* >>device: the sinks' gradient (ckt_fmha_bwd_args.dsink), one block per
+ * query head h after dot_do_o has written D:
+ *   dsink[h] = -sum_b sum_i exp(sink[h] - LSE[b][h][i]) D[b][h][i]
+ * (d LSE_i / d sink = exp(sink - LSE_i), the sink's share of row i, and
+ * dO_i . dO_i/d sink = -exp(sink - LSE_i) D_i). Thread t sums rows t, t + T,
+ * ... of each entry in order, then a tree over the T threads in shared
+ * memory: a fixed order, the same bits every run, in either mode. */
+CKT_INLINE CKT_DEVICE void ckt__fmha_bwd_dsink(const ckt_fmha_bwd_args *a, float *red)
+{
+    const ckt_fmha_bwd_meta *m = ckt__fmha_bwd_meta(a);
+    if (!m)
+        return;
+    const int h = (int)ckt_block_idx_x(), t = (int)ckt_thread_idx_x();
+    const float sink = a->sink[h];
+    const float *dsum = (const float *)((const char *)a->workspace + m->d_offset) + (int64_t)h * m->total_q_rows;
+    float acc = 0.0f;
+    for (int b = 0; b < a->batch; b++) {
+        const ckt_fmha_seq s = ckt__fmha_bwd_seq(a, b);
+        const float *lse = a->lse + ckt_fmha_row_offset(a->group_mode, b, h, s.q_start, a->lse_stride_b,
+                                                        a->lse_stride_h, 1);
+        const float *d = dsum + ckt_fmha_bwd_meta_q_row_start(m)[b];
+        for (int i = t; i < s.sq; i += CKT__FB_ROW_THREADS) /* LSE = -inf: a row the sink never joined */
+            acc += lse[i] == -INFINITY ? 0.0f : expf(sink - lse[i]) * d[i];
+    }
+    red[t] = acc;
+    ckt_block_sync();
+    for (int w = CKT__FB_ROW_THREADS / 2; w > 0; w /= 2) {
+        if (t < w)
+            red[t] += red[t + w];
+        ckt_block_sync();
+    }
+    if (t == 0)
+        a->dsink[h] = -red[0];
+}
+
 /* >>device: a warp's accumulator tile to global memory, rows < nrows and
  * columns < ncols of the window starting at p (row stride ss), times mul. */
 CKT_INLINE CKT_DEVICE void ckt__fmha_bwd_store_acc(uint16_t *p, int64_t ss, const float *acc, int row0, int col0,
@@ -363,6 +401,12 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dot_do_o_kernel), ckt_fmha_bwd_args, a, CKT__FB_RO
 CKT_KERNEL_BOUNDS(CKT__FB_FN(_convert_dq_kernel), ckt_fmha_bwd_args, a, CKT__FB_ROW_THREADS)
 {
     ckt__fmha_bwd_convert_dq(&a, CKT__FB_BF16);
+}
+
+CKT_KERNEL_BOUNDS(CKT__FB_FN(_dsink_kernel), ckt_fmha_bwd_args, a, CKT__FB_ROW_THREADS)
+{
+    CKT_SHARED_ARRAY(float, red, CKT__FB_ROW_THREADS);
+    ckt__fmha_bwd_dsink(&a, red);
 }
 
 #if CKT__FB_SUPPORTED
@@ -784,6 +828,9 @@ static inline ckt_status CKT__FB_FN(_run)(const ckt_fmha_bwd_plan *plan, const c
                                 ckt_dim3_make(CKT__FB_T, 1, 1), CKT__FB_FN(_smem_bytes)(), stream, a));
     if (a->seqlen_q > 0)
         CKT__FMHA_TRY(ckt_rt_launch(CKT_KERNEL_REF(CKT__FB_FN(_convert_dq_kernel)), rows_grid, rows_block, 0, stream, a));
+    if (a->dsink) /* after dot_do_o's D; one block per query head */
+        CKT__FMHA_TRY(ckt_rt_launch(CKT_KERNEL_REF(CKT__FB_FN(_dsink_kernel)), ckt_dim3_make((unsigned)a->nhead_q, 1, 1),
+                                    rows_block, 0, stream, a));
     return CKT_SUCCESS;
 #else
     (void)stream;

@@ -20,7 +20,7 @@
  * translation unit may include the body again for another instance. Head dims
  * below the instance's (multiples of 8) run with zero padding. Everything else
  * (mask kind and window, scale, soft-cap, GQA, layouts, batch or group mode,
- * LSE) is a runtime argument: see ckt/fmha/args.h.
+ * LSE, attention sinks) is a runtime argument: see ckt/fmha/args.h.
  *
  * The algorithm is FlashAttention-2's; the kernel reads as its pseudocode,
  * one shared module per step:
@@ -34,6 +34,7 @@
  *       m_new = max(m, rowmax S); P = exp2(S f - m_new)  softmax.h (scale f folded
  *       l = l exp2(m - m_new) + rowsum P                 into the exp2's FMA)
  *       O = O exp2(m - m_new) + P V_j                    (rescale only when m grew)
+ *   (a sink: l += exp2(sink - m), max-safe)              softmax.h (epilogue only)
  *   O /= l; LSE = m + log l; store both                  ckt/fmha/epilogue.h
  *
  * A block owns BM query rows of one (batch, head) and never loads key tiles
@@ -316,6 +317,11 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
      * is past the loop; LSE = (m + log2 l) ln 2 */
     float inv[ROWS];
     ckt_fmha_softmax_finish(inv, row_l, WM);
+    if (a.sink && splits <= 1) { /* attention sinks: here, or once in split-KV's combine */
+        float sink2[ROWS];
+        ckt_fmha_sink_rows(sink2, a.sink, h, wrow0, g, WM, lane);
+        ckt_fmha_softmax_sink(inv, row_m, row_l, sink2, WM);
+    }
     if (splits > 1) { /* a partial: fp32 O and LSE into the workspace (ckt/fmha/splitkv.h) */
         const int64_t r0 = ckt_fmha_splitkv_row(t.split, b, h, 0, a.batch, a.nhead_q, a.seqlen_q);
         float *o_acc_ws = (float *)((char *)a.workspace + ckt_fmha_splitkv_o_offset(splits, a.batch, a.nhead_q, a.seqlen_q));
@@ -367,8 +373,9 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_combine_kernel), ckt_fmha_fwd_args, a, CKT__FMHA
     uint16_t *out = (uint16_t *)a.o + ckt_fmha_row_offset(a.group_mode, b, h, sq.q_start + (valid ? i : 0), a.o_stride_b, a.o_stride_h, a.o_stride_s);
     float *lse = a.lse ? a.lse + ckt_fmha_row_offset(a.group_mode, b, h, sq.q_start + (valid ? i : 0), a.lse_stride_b, a.lse_stride_h, 1) : 0;
     float *w = smem + r * (CKT_FMHA_MAX_SPLITS + 64);
+    const float sink = a.sink ? a.sink[h] : -INFINITY; /* the partials have none: added once, here */
     ckt_fmha_splitkv_combine_row(out, lse, (const float *)a.workspace, o_acc, split_rows, row, valid, a.num_splits,
-                                 a.hdim_v, t, w, w + CKT_FMHA_MAX_SPLITS, CKT__FMHA_BF16);
+                                 a.hdim_v, sink, t, w, w + CKT_FMHA_MAX_SPLITS, CKT__FMHA_BF16);
 }
 
 #endif /* CKT_HAS_MMA_SYNC || CKT_HAS_MFMA */

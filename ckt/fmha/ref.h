@@ -26,6 +26,9 @@
  *   visible j: 0 <= j < sk and j - i - off in [-left, right] (ckt/fmha/mask.h)
  *   O = sum_j softmax(s)_j V[b][h/g][j], LSE = log sum_j exp(s_j)   (natural log)
  * A row with no visible key (also sk = 0) gets O = 0 and LSE = -inf.
+ * With sink (a host array of nhead_q logits in the view): the softmax's
+ * denominator and LSE add exp(sink[h]) (no value), so such a row gets O = 0
+ * and LSE = sink[h].
  */
 #ifndef CKT_FMHA_REF_H
 #define CKT_FMHA_REF_H
@@ -241,9 +244,12 @@ static inline ckt_status ckt_ref_fmha_fwd(const ckt_fmha_fwd_args *h, float *o_r
                         s[j] = x;
                         mx = x > mx ? x : mx;
                     }
+                    /* the sink logit joins the max and the denominator, with no value */
+                    const double sink = h->sink ? (double)h->sink[head] : -INFINITY;
+                    mx = sink > mx ? sink : mx;
                     for (int d = 0; d < dv; d++)
                         orow[d] = 0.0;
-                    double sum = 0.0;
+                    double sum = sink == -INFINITY ? 0.0 : exp(sink - mx);
                     for (int64_t j = lo; j < hi; j++) {
                         const double p = exp(s[j] - mx);
                         const float *vr = vf + j * dv;
@@ -251,7 +257,7 @@ static inline ckt_status ckt_ref_fmha_fwd(const ckt_fmha_fwd_args *h, float *o_r
                         for (int d = 0; d < dv; d++)
                             orow[d] += p * (double)vr[d];
                     }
-                    /* O[b][head][i][:]; a row with no visible key: O = 0, LSE = -inf */
+                    /* O[b][head][i][:]; a row with no visible key: O = 0, LSE = -inf (sink) */
                     const int64_t oo = ckt__fmha_row(h, CKT_FMHA_TENSOR_O, b, head, i, &e);
                     for (int d = 0; d < dv; d++)
                         o_ref[oo + d] = sum > 0.0 ? (float)(orow[d] / sum) : 0.0f;

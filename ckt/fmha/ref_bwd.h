@@ -43,6 +43,9 @@
  * was. A query row without a visible key gets dQ = 0; an entry with sq = 0
  * gets dK = dV = 0 over its logical keys.
  *
+ * Attention sinks: dQ, dK, dV take them through the given LSE alone;
+ * their own gradient is ckt_ref_fmha_bwd_dsink (below).
+ *
  * Nothing to do (success, nothing written): batch = 0, nhead_q = 0, or
  * seqlen_q = seqlen_k = 0. Limitations: no dropout, no bias (the args have
  * neither); O(sq * sk * (hdim_q + hdim_v)) per head, for tests, not speed.
@@ -519,6 +522,38 @@ static inline ckt_status ckt_ref_fmha_bwd(const ckt_fmha_bwd_args *h, float *dq_
             ckt__ref_fmha_bwd_kv_head(h, &out, &w, &sm, b, &e, hk);
     }
     free(buf);
+    return CKT_SUCCESS;
+}
+
+/* >>sink: the gradient of the attention sinks (ckt_fmha_bwd_args.sink,
+ * a host array in the view), from the given LSE and O:
+ *   dsink_ref[h] = -sum_b sum_i exp(sink[h] - LSE[b][h][i]) D[b][h][i]
+ * in double (a row with LSE = -inf adds 0). dQ, dK, dV need nothing of the
+ * sinks: the LSE holds them (ckt_ref_fmha_bwd as it stands). */
+static inline ckt_status ckt_ref_fmha_bwd_dsink(const ckt_fmha_bwd_args *h, float *dsink_ref)
+{
+    CKT__FMHA_TRY(ckt__ref_fmha_bwd_check_shape(h, "ckt_ref_fmha_bwd_dsink"));
+    if (!h->sink || !dsink_ref)
+        return ckt__fail(CKT_ERROR_NULL_POINTER, "ckt_ref_fmha_bwd_dsink: %s is NULL", h->sink ? "dsink_ref" : "sink");
+    for (int head = 0; head < h->nhead_q; head++) {
+        double acc = 0.0;
+        for (int b = 0; b < h->batch; b++) {
+            const ckt_fmha_seq e = ckt__ref_fmha_bwd_entry(h, b);
+            for (int i = 0; i < e.sq; i++) {
+                const double lse = h->lse[ckt__ref_fmha_bwd_offset(h, CKT_FMHA_BWD_TENSOR_LSE, b, head, &e, i)];
+                if (lse == -INFINITY)
+                    continue;
+                const int64_t oo = ckt__ref_fmha_bwd_offset(h, CKT_FMHA_BWD_TENSOR_O, b, head, &e, i);
+                const int64_t po = ckt__ref_fmha_bwd_offset(h, CKT_FMHA_BWD_TENSOR_DO, b, head, &e, i);
+                double D = 0.0;
+                for (int d = 0; d < h->hdim_v; d++)
+                    D += (double)ckt_load_f32(h->dout, h->dtype, (size_t)(po + d)) *
+                         (double)ckt_load_f32(h->o, h->dtype, (size_t)(oo + d));
+                acc += exp((double)h->sink[head] - lse) * D;
+            }
+        }
+        dsink_ref[head] = (float)-acc;
+    }
     return CKT_SUCCESS;
 }
 

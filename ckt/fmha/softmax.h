@@ -15,6 +15,7 @@
  *           ckt_fmha_rescale(o, corr, WM, DV);           // O *= exp2(m_old - m_new)
  *       O += P V                                         // s[] now holds P
  *   ckt_fmha_softmax_finish(inv, row_l, WM);             // O = acc * inv; LSE: ckt_fmha_softmax_lse
+ *   if (sink) ckt_fmha_softmax_sink(inv, row_m, row_l, sink2, WM);   // attention sinks (>>sink)
  *
  * The math (FlashAttention-2, log2 domain): with f = scale * log2(e) (or
  * log2(e) after a soft-cap, which already applied the scale),
@@ -276,6 +277,40 @@ CKT_INLINE CKT_DEVICE void ckt_fmha_softmax_finish(float *inv, float *row_l, int
     for (int r = 0; r < CKT_FMHA_ROW_SLOTS(wm); r++) {
         row_l[r] = ckt_fmha_row_sum(row_l[r]);
         inv[r] = row_l[r] > 0.0f ? 1.0f / row_l[r] : 0.0f;
+    }
+}
+
+/* >>sink: attention sinks (gpt-oss), in the epilogue only */
+
+/* sink2[r] of the lane's row slots: the sink logit of each row's query head
+ * in the log2 domain, sink[head0 + row % g] * log2 e, for tile rows row0 +
+ * ckt_fmha_acc_row(r, lane); g = 1 unless the rows are GQA-packed
+ * (ckt/fmha/pack.h: tile row m is head head0 + m % g). */
+CKT_INLINE CKT_DEVICE void ckt_fmha_sink_rows(float *sink2, const float *sink, int head0, int row0, int g, int wm,
+                                              int lane)
+{
+    CKT_UNROLL
+    for (int r = 0; r < CKT_FMHA_ROW_SLOTS(wm); r++)
+        sink2[r] = sink[head0 + (row0 + ckt_fmha_acc_row(r, lane)) % g] * CKT_LOG2E;
+}
+
+/* After ckt_fmha_softmax_finish: the sink (sink2[r], log2 domain; -inf:
+ * none) joins each finished row's denominator without a value:
+ *   M = max(m, sink2),  l = l exp2(m - M) + exp2(sink2 - M),  inv = exp2(m - M) / l,  m = M
+ * so O = acc * inv and LSE = ckt_fmha_softmax_lse(m, l) = ln(exp(sink) +
+ * sum_j exp(s_j)) as they stand; a row that saw no key gets O = 0 and LSE =
+ * sink. Taking the max keeps exp2 in range whichever side dominates. */
+CKT_INLINE CKT_DEVICE void ckt_fmha_softmax_sink(float *inv, float *row_m, float *row_l, const float *sink2, int wm)
+{
+    CKT_UNROLL
+    for (int r = 0; r < CKT_FMHA_ROW_SLOTS(wm); r++) {
+        const float m = row_m[r], M = fmaxf(m, sink2[r]);
+        if (M == -INFINITY)
+            continue; /* no key and no sink: O = 0, LSE = -inf as before */
+        const float c = ckt_exp2f_fast(m - M); /* 0 for a row that saw no key */
+        row_l[r] = row_l[r] * c + ckt_exp2f_fast(sink2[r] - M);
+        inv[r] = c / row_l[r];
+        row_m[r] = M;
     }
 }
 

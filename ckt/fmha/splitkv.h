@@ -18,7 +18,10 @@
  *   lse = log sum_s exp(lse_s),  O = sum_s exp(lse_s - lse) O_s
  * in split order: bitwise reproducible. A split that saw no key leaves
  * O_s = 0, lse_s = -inf (weight 0); a row no split saw gets O = 0 and
- * LSE = -inf, like the unsplit forward.
+ * LSE = -inf, like the unsplit forward. Attention sinks (ckt_fmha_fwd_args
+ * .sink) are left out of the partials and join here, once:
+ *   lse = log(exp(sink) + sum_s exp(lse_s))
+ * (a row no split saw: O = 0, LSE = sink).
  */
 #ifndef CKT_FMHA_SPLITKV_H
 #define CKT_FMHA_SPLITKV_H
@@ -121,11 +124,12 @@ CKT_INLINE CKT_HOST_DEVICE void ckt_fmha_split_range(int nblocks, int splits, in
  * memory (w: CKT_FMHA_MAX_SPLITS floats, red: 64, the group's own), the
  * max and the sum reduced in a fixed order; then thread t sums columns
  * 4 j .. 4 j + 3 (j = t, t + 64, ...) over the splits in order, rounds to
- * fp16 / bf16 into out, and thread 0 writes the LSE to *lse_out when not NULL. */
+ * fp16 / bf16 into out, and thread 0 writes the LSE to *lse_out when not NULL.
+ * sink: the row's head's sink logit (natural log), -INFINITY for none. */
 CKT_INLINE CKT_DEVICE void ckt_fmha_splitkv_combine_row(uint16_t *out, float *lse_out, const float *lse_acc,
                                                         const float *o_acc, int64_t split_rows, int64_t row,
-                                                        int valid, int splits, int hdim_v, int t, float *w,
-                                                        float *red, int bf16)
+                                                        int valid, int splits, int hdim_v, float sink, int t,
+                                                        float *w, float *red, int bf16)
 {
     float m = -INFINITY;
     for (int s = t; s < splits; s += 64) {
@@ -138,6 +142,7 @@ CKT_INLINE CKT_DEVICE void ckt_fmha_splitkv_combine_row(uint16_t *out, float *ls
     m = -INFINITY;
     for (int k = 0; k < 64; k++)
         m = red[k] > m ? red[k] : m;
+    m = sink > m ? sink : m;
     ckt_block_sync(); /* everyone has read red */
     float sum = 0.0f;
     for (int s = t; s < splits; s += 64)
@@ -147,6 +152,8 @@ CKT_INLINE CKT_DEVICE void ckt_fmha_splitkv_combine_row(uint16_t *out, float *ls
     sum = 0.0f;
     for (int k = 0; k < 64; k++) /* a fixed order: the same bits every run */
         sum += red[k];
+    if (sink != -INFINITY) /* then m >= sink is finite */
+        sum += expf(sink - m);
     const float lse = m == -INFINITY ? -INFINITY : m + logf(sum);
     for (int s = t; s < splits; s += 64)
         w[s] = lse == -INFINITY ? 0.0f : expf(w[s] - lse);

@@ -39,9 +39,11 @@
  *                      only, where "device" arrays are host memory (ckt_fmha_fwd_check_seqs):
  *                      start >= 0, never decreasing; logical lengths within the
  *                      physical ones and within seqlen_q / seqlen_k (the max over the batch)
- * Forward: q and o; k and v when seqlen_k > 0; lse optional.
+ * Forward: q and o; k and v when seqlen_k > 0; lse optional; sink optional
+ * (4-byte aligned, checked before the empty test).
  * Backward: q, o, dout, lse (required) and dq when seqlen_q > 0; k, v, dk, dv
- * when seqlen_k > 0; deterministic 0 or 1; workspace non-NULL, 16-byte aligned
+ * when seqlen_k > 0; sink and dsink optional, 4-byte aligned, dsink only
+ * with sink (before the empty test); deterministic 0 or 1; workspace non-NULL, 16-byte aligned
  * (its size and contents are the planner's to check: ckt/fmha/workspace.h).
  * Not checked: that different tensors do not overlap each other, that device
  * arrays are readable (GPU backends), grid limits (the launcher's).
@@ -617,6 +619,8 @@ static inline ckt_status ckt_fmha_fwd_validate(const ckt_fmha_fwd_args *a, ckt_d
         return ckt__fail(CKT_ERROR_NULL_POINTER, "args: NULL");
     const ckt__fmha_common c = ckt__fmha_common_of_fwd(a);
     CKT__FMHA_TRY(ckt__fmha_check_common(&c, dtype, hdim, hdim_v));
+    if (a->sink)
+        CKT__FMHA_TRY(ckt__fmha_check_ptr(a->sink, "sink", 4));
     if (ckt_fmha_fwd_is_empty(a))
         return CKT_SUCCESS;
 
@@ -652,6 +656,12 @@ static inline ckt_status ckt_fmha_bwd_validate(const ckt_fmha_bwd_args *a, ckt_d
     CKT__FMHA_TRY(ckt__fmha_check_common(&c, dtype, hdim, hdim_v));
     if (a->deterministic != 0 && a->deterministic != 1)
         return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "deterministic: %d (0 or 1)", a->deterministic);
+    if (a->dsink && !a->sink)
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "dsink: set, but sink is NULL (the gradient of which sinks?)");
+    if (a->sink)
+        CKT__FMHA_TRY(ckt__fmha_check_ptr(a->sink, "sink", 4));
+    if (a->dsink)
+        CKT__FMHA_TRY(ckt__fmha_check_ptr(a->dsink, "dsink", 4));
     if (ckt_fmha_bwd_is_empty(a))
         return CKT_SUCCESS;
 

@@ -26,6 +26,10 @@
  *   -v          1: validate against the CPU reference (slow for big shapes: -v=0)
  *   -seed       (11)  -warmup, -repeat  timed backward runs (GPU 5 / 20, CPU emulator 0 / 1)
  *   -json       1: print one JSON line with the results instead of the text report
+ *   -sink       1: attention sinks (gpt-oss): a logit per query head, random in [-2, 4] from
+ *               the seed, in the forward and the backward; dsink is validated against
+ *               ckt_ref_fmha_bwd_dsink (|err| <= 1e-3 (1 + |ref|): fp32 sums of the same terms)
+ *               and, with -deterministic=1, must not change over the timed runs either
  *
  * Data: q, k, v, dO from -init with seeds seed .. seed + 3; O and LSE from the forward kernel.
  * Validation: the reference (ckt/fmha/ref_bwd.h, fp64) takes the same q, k, v, dO and the
@@ -44,6 +48,7 @@
 #include "ckt/fmha/ref_bwd.h" /* ckt_ref_fmha_bwd, ckt_fmha_bwd_flops, ckt_fmha_bwd_tolerance */
 #include "examples/fmha_common.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,7 +150,7 @@ int main(int argc, char **argv)
     static const char *const known[] = {"b", "h", "h_k", "s", "s_k", "s_qpad", "s_kpad", "d", "d_v", "mode",
                                         "mask", "prec", "iperm", "operm", "scale", "logits_soft_cap",
                                         "deterministic", "prepare", "bias", "dbias", "p_drop", "v", "init",
-                                        "seed", "warmup", "repeat", "json", NULL};
+                                        "seed", "warmup", "repeat", "json", "sink", NULL};
     if (fmha_check_options(argc, argv, known))
         return 2;
     static const char *const bias_off[] = {"n", "0", NULL}, *const num_off[] = {NULL};
@@ -176,6 +181,9 @@ int main(int argc, char **argv)
         return fmha_usage_error("-prepare must be call, sync or async; got ", prepare_arg);
     if (deterministic != 0 && deterministic != 1)
         return fmha_usage_error("-deterministic must be 0 or 1", NULL);
+    const int sink_on = (int)ckt_arg_int(argc, argv, "sink", 0);
+    if (sink_on != 0 && sink_on != 1)
+        return fmha_usage_error("-sink must be 0 or 1", NULL);
 
     /* >>arguments (examples/fmha_common.h: sizes, strides, mask, group-mode arrays) */
     static fmha_problem p;
@@ -203,6 +211,12 @@ int main(int argc, char **argv)
     CHECK(ckt_fill(hk, f.dtype, nk_el, in, seed + 1));
     CHECK(ckt_fill(hv, f.dtype, nv_el, in, seed + 2));
     CHECK(ckt_fill(hdo, f.dtype, no_el, in, seed + 3));
+    float *hsink = NULL, *hdsink = NULL, *ddsink = NULL;
+    if (sink_on) { /* per-head sink logits and their gradient */
+        hsink = (float *)fmha_host_alloc((size_t)f.nhead_q, 4);
+        hdsink = (float *)fmha_host_alloc((size_t)f.nhead_q, 4);
+        CHECK(ckt_fill(hsink, CKT_F32, (size_t)f.nhead_q, ckt_init_uniform(-2, 4), seed + 5));
+    }
 
     /* >>device */
     ckt_device_props props;
@@ -226,6 +240,9 @@ int main(int argc, char **argv)
     fa.v = dv;
     fa.o = dout;
     fa.lse = (float *)dl;
+    fa.sink = sink_on ? (const float *)fmha_device_copy(hsink, (size_t)f.nhead_q * 4) : NULL;
+    if (sink_on)
+        CHECK(ckt_rt_malloc((void **)&ddsink, (size_t)f.nhead_q * 4));
     fmha_problem_device_arrays(&p, &fa.seqstart_q, &fa.seqstart_k, &fa.seqlen_q_ptr, &fa.seqlen_k_ptr);
     CHECK(ckt_fmha_fwd(&fa, NULL));
     CHECK(ckt_rt_device_synchronize());
@@ -245,6 +262,8 @@ int main(int argc, char **argv)
     ctx.a.dk = ddk;
     ctx.a.dv = ddv;
     ctx.a.deterministic = deterministic;
+    ctx.a.sink = fa.sink;
+    ctx.a.dsink = ddsink;
     ctx.prepare = prepare;
     const ckt_fmha_bwd_traits traits = ckt_fmha_bwd_traits_of(&ctx.a);
     const ckt_fmha_bwd_instance *inst = ckt_fmha_bwd_select(&traits);
@@ -271,6 +290,8 @@ int main(int argc, char **argv)
     CHECK(ckt_rt_memcpy(hdv, ddv, nv_el * es, CKT_D2H));
     const uint64_t hash_dq = fnv1a64(hdq, nq_el * es), hash_dk = fnv1a64(hdk, nk_el * es);
     const uint64_t hash_dv = fnv1a64(hdv, nv_el * es);
+    if (sink_on)
+        CHECK(ckt_rt_memcpy(hdsink, ddsink, (size_t)f.nhead_q * 4, CKT_D2H));
 
     /* the host view of the backward: host tensors, the kernel's O and LSE */
     ckt_fmha_bwd_args hb = bwd_args_of(&hf);
@@ -281,6 +302,7 @@ int main(int argc, char **argv)
     hb.lse = hl;
     hb.dout = hdo;
     hb.deterministic = deterministic;
+    hb.sink = hsink;
 
     /* >>validation */
     int rc = 0;
@@ -288,7 +310,7 @@ int main(int argc, char **argv)
     memset(&rq, 0, sizeof rq);
     memset(&rk, 0, sizeof rk);
     memset(&rv, 0, sizeof rv);
-    double atol = 0, rtol = 0;
+    double atol = 0, rtol = 0, dsink_err = 0;
     ckt_fmha_bwd_tolerance(f.dtype, f.hdim_q, f.hdim_v, &rtol, &atol);
     if (validate) {
         float *dq_ref = (float *)fmha_host_alloc(nq_el, 4), *dk_ref = (float *)fmha_host_alloc(nk_el, 4);
@@ -307,6 +329,19 @@ int main(int argc, char **argv)
         free(dq_ref);
         free(dk_ref);
         free(dv_ref);
+        if (sink_on) { /* dsink: fp32 sums of the reference's (double) terms */
+            float *dsink_ref = (float *)fmha_host_alloc((size_t)f.nhead_q, 4);
+            CHECK(ckt_ref_fmha_bwd_dsink(&hb, dsink_ref));
+            for (int h = 0; h < f.nhead_q; h++) {
+                const double e = fabs((double)hdsink[h] - dsink_ref[h]);
+                dsink_err = e > dsink_err ? e : dsink_err;
+                if (!(e <= 1e-3 * (1.0 + fabs((double)dsink_ref[h])))) {
+                    fprintf(report, "dsink[%d]: %g, the reference %g\n", h, (double)hdsink[h], (double)dsink_ref[h]);
+                    rc = 1;
+                }
+            }
+            free(dsink_ref);
+        }
     }
 
     /* >>timing */
@@ -321,6 +356,12 @@ int main(int argc, char **argv)
     if (deterministic && repeat + warmup > 0) {
         stable = device_hash(ddq, tmp, nq_el * es) == hash_dq && device_hash(ddk, tmp, nk_el * es) == hash_dk &&
                  device_hash(ddv, tmp, nv_el * es) == hash_dv;
+        if (sink_on) {
+            float *again = (float *)fmha_host_alloc((size_t)f.nhead_q, 4);
+            CHECK(ckt_rt_memcpy(again, ddsink, (size_t)f.nhead_q * 4, CKT_D2H));
+            stable = stable && memcmp(again, hdsink, (size_t)f.nhead_q * 4) == 0;
+            free(again);
+        }
         if (!stable) {
             fprintf(stderr, "error: -deterministic=1: dQ / dK / dV after %d more runs differ from the first run's\n",
                     warmup + repeat);
@@ -334,22 +375,22 @@ int main(int argc, char **argv)
     snprintf(sk_s, sizeof sk_s, "%d%s", f.seqlen_k, mode == 1 ? "(max)" : "");
     fprintf(report,
             "[%s|%s|%s] b:%d, h:%d/%d, s:%s/%s, d:%d/%d, scale:%g, softcap:%g, mask:%s, deterministic:%d, "
-            "prepare:%s, %s [%s], %.4f ms, %.4g TFlops, valid:%s, hash dq:%016llx dk:%016llx dv:%016llx\n",
+            "prepare:%s, sink:%d, %s [%s], %.4f ms, %.4g TFlops, valid:%s, hash dq:%016llx dk:%016llx dv:%016llx\n",
             prec, mode ? "group" : "batch", iperm ? "bhsd" : "bshd", f.batch, f.nhead_q, f.nhead_k, sq_s, sk_s,
-            f.hdim_q, f.hdim_v, fmha_scale(&f), (double)f.softcap, mask_s, deterministic, prepare_arg,
+            f.hdim_q, f.hdim_v, fmha_scale(&f), (double)f.softcap, mask_s, deterministic, prepare_arg, sink_on,
             inst ? inst->name : "?", props.backend, (double)t.median_ms, tflops, valid,
             (unsigned long long)hash_dq, (unsigned long long)hash_dk, (unsigned long long)hash_dv);
     if (json) {
         printf("{\"example\":\"fmha_bwd\",\"backend\":\"%s\",\"device\":\"%s\",\"instance\":\"%s\",\"prec\":\"%s\","
                "\"mode\":%d,\"b\":%d,\"h\":%d,\"h_k\":%d,\"s\":%d,\"s_k\":%d,\"d\":%d,\"d_v\":%d,\"mask\":\"%s\","
                "\"iperm\":%d,\"operm\":%d,\"scale\":%g,\"logits_soft_cap\":%g,\"deterministic\":%d,"
-               "\"prepare\":\"%s\",\"workspace_bytes\":%zu,\"valid\":%s,\"rerun_identical\":%s,\"dq_max_abs_err\":%g,"
+               "\"prepare\":\"%s\",\"sink\":%d,\"dsink_max_abs_err\":%g,\"workspace_bytes\":%zu,\"valid\":%s,\"rerun_identical\":%s,\"dq_max_abs_err\":%g,"
                "\"dk_max_abs_err\":%g,\"dv_max_abs_err\":%g,\"atol\":%g,\"rtol\":%g,"
                "\"dq_hash\":\"%016llx\",\"dk_hash\":\"%016llx\",\"dv_hash\":\"%016llx\",\"hash\":\"fnv1a64\","
                "\"flops\":%.0f,\"ms\":%.6f,\"min_ms\":%.6f,\"repeat\":%d,\"tflops\":%.6g}\n",
                props.backend, props.name, inst ? inst->name : "?", prec, mode, f.batch, f.nhead_q, f.nhead_k,
                f.seqlen_q, f.seqlen_k, f.hdim_q, f.hdim_v, mask_s, iperm, operm, fmha_scale(&f), (double)f.softcap,
-               deterministic, prepare_arg, ctx.a.workspace_bytes,
+               deterministic, prepare_arg, sink_on, dsink_err, ctx.a.workspace_bytes,
                validate ? (valid[0] == 'y' ? "true" : "false") : "null",
                stable < 0 ? "null" : stable ? "true" : "false", rq.max_abs_err, rk.max_abs_err, rv.max_abs_err,
                atol, rtol, (unsigned long long)hash_dq, (unsigned long long)hash_dk, (unsigned long long)hash_dv,
@@ -366,6 +407,10 @@ int main(int argc, char **argv)
     ckt_rt_free(ddk);
     ckt_rt_free(ddv);
     ckt_rt_free(ws);
+    ckt_rt_free((void *)fa.sink);
+    ckt_rt_free(ddsink);
+    free(hsink);
+    free(hdsink);
     ckt_rt_free_host(ctx.staging);
     ckt_rt_free((void *)fa.seqstart_q);
     ckt_rt_free((void *)fa.seqstart_k);

@@ -26,6 +26,8 @@
  *               nf: normal(0, 3)
  *   -seed       (11)  -warmup, -repeat  timed runs (GPU 5 / 20, CPU emulator 0 / 1)
  *   -json       1: print one JSON line with the results instead of the text report
+ *   -sink       1: attention sinks (gpt-oss): a logit per query head, random in
+ *               [-2, 4] from the seed, joins every row's softmax denominator
  *
  * KV cache (inference; docs/fmha_inference.md):
  *   -num_splits       split-KV: 1 none (default), n splits, 0 automatic (with a workspace)
@@ -67,7 +69,7 @@ static int fmha_fwd_example(int argc, char **argv, const char *name)
     static const char *const known[] = {"b", "h", "h_k", "s", "s_k", "s_qpad", "s_kpad", "d", "d_v", "mode",
                                         "mask", "lse", "prec", "iperm", "operm", "scale_s", "logits_soft_cap",
                                         "v", "init", "seed", "warmup", "repeat", "json", "num_splits",
-                                        "page_block_size", "page_pool_gb", "cache_batch_idx", "table", NULL};
+                                        "page_block_size", "page_pool_gb", "cache_batch_idx", "table", "sink", NULL};
     if (fmha_check_options(argc, argv, known))
         return 2;
     const int lse_on = (int)ckt_arg_int(argc, argv, "lse", 0);
@@ -83,6 +85,9 @@ static int fmha_fwd_example(int argc, char **argv, const char *name)
     const int cbi_on = (int)ckt_arg_int(argc, argv, "cache_batch_idx", 0);
     const char *table = ckt_arg_str(argc, argv, "table", "vllm");
     const int sglang = strcmp(table, "sglang") == 0;
+    const int sink_on = (int)ckt_arg_int(argc, argv, "sink", 0);
+    if (sink_on != 0 && sink_on != 1)
+        return fmha_usage_error("-sink must be 0 or 1", NULL);
     if (!sglang && strcmp(table, "vllm") != 0)
         return fmha_usage_error("-table must be vllm or sglang, got ", table);
     if (sglang && (page_size == 0 || cbi_on))
@@ -119,6 +124,12 @@ static int fmha_fwd_example(int argc, char **argv, const char *name)
     h.q = hq;
     h.k = hk;
     h.v = hv;
+    float *hsink = NULL;
+    if (sink_on) { /* per-head sink logits */
+        hsink = (float *)fmha_host_alloc((size_t)nhead, 4);
+        CHECK(ckt_fill(hsink, CKT_F32, (size_t)nhead, ckt_init_uniform(-2, 4), seed + 5));
+        h.sink = hsink;
+    }
 
     /* >>device */
     ckt_device_props props;
@@ -136,6 +147,7 @@ static int fmha_fwd_example(int argc, char **argv, const char *name)
     ctx.a.v = dv_;
     ctx.a.o = dout;
     ctx.a.lse = (float *)dl;
+    ctx.a.sink = sink_on ? (const float *)fmha_device_copy(hsink, (size_t)nhead * 4) : NULL;
     fmha_problem_device_arrays(&p, &ctx.a.seqstart_q, &ctx.a.seqstart_k, &ctx.a.seqlen_q_ptr, &ctx.a.seqlen_k_ptr);
     const int32_t *dev_seqstart_k = ctx.a.seqstart_k, *dev_seqlen_k = ctx.a.seqlen_k_ptr;
     fmha_cache cache;
@@ -210,20 +222,20 @@ static int fmha_fwd_example(int argc, char **argv, const char *name)
                  cache.k_bytes > ((size_t)4 << 30) ? ", pool>4GB" : "");
     fprintf(report,
             "[%s|%s|%s] b:%d, h:%d/%d, s:%s/%s, d:%d/%d, scale_s:%g, softcap:%g, lse:%d, mask:%s%s, %s [%s], "
-            "%.4f ms, %.4g TFlops, %.4g GB/s, valid:%s\n",
+            "%.4f ms, %.4g TFlops, %.4g GB/s, sink:%d, valid:%s\n",
             prec, mode ? "group" : "batch", iperm ? "bhsd" : "bshd", batch, nhead, nhead_k, sq_s, sk_s, d, dv,
             fmha_scale(&a), (double)a.softcap, lse_on, mask_s, cache_s,
-            inst ? inst->name : "?", props.backend, (double)t.median_ms, tflops, gbs, valid);
+            inst ? inst->name : "?", props.backend, (double)t.median_ms, tflops, gbs, sink_on, valid);
     if (json) {
         printf("{\"example\":\"%s\",\"backend\":\"%s\",\"device\":\"%s\",\"instance\":\"%s\",\"prec\":\"%s\","
                "\"mode\":%d,\"b\":%d,\"h\":%d,\"h_k\":%d,\"s\":%d,\"s_k\":%d,\"d\":%d,\"d_v\":%d,\"mask\":\"%s\","
                "\"lse\":%d,\"iperm\":%d,\"operm\":%d,\"scale_s\":%g,\"logits_soft_cap\":%g,"
-               "\"num_splits\":%d,\"page_block_size\":%d,\"cache_batch_idx\":%d,\"kv_gbs\":%.6g,"
+               "\"num_splits\":%d,\"page_block_size\":%d,\"cache_batch_idx\":%d,\"sink\":%d,\"kv_gbs\":%.6g,"
                "\"valid\":%s,\"o_max_abs_err\":%g,\"lse_max_abs_err\":%g,"
                "\"flops\":%.0f,\"ms\":%.6f,\"min_ms\":%.6f,\"repeat\":%d,\"tflops\":%.6g}\n",
                name, props.backend, props.name, inst ? inst->name : "?", prec, mode, batch, nhead, nhead_k, a.seqlen_q,
                a.seqlen_k, d, dv, mask_s, lse_on, iperm, operm,
-               fmha_scale(&a), (double)a.softcap, splits_used, page_size, cbi_on, gbs,
+               fmha_scale(&a), (double)a.softcap, splits_used, page_size, cbi_on, sink_on, gbs,
                validate ? (rc == 0 ? "true" : "false") : "null", ro.max_abs_err, rl.max_abs_err, flops,
                (double)t.median_ms, (double)t.min_ms, t.repeat, tflops);
     }
@@ -238,6 +250,8 @@ static int fmha_fwd_example(int argc, char **argv, const char *name)
     ckt_rt_free((void *)ctx.a.seqlen_q_ptr);
     ckt_rt_free((void *)dev_seqlen_k);
     ckt_rt_free(ws);
+    ckt_rt_free((void *)ctx.a.sink);
+    free(hsink);
     if (page_size > 0 || cbi_on)
         fmha_cache_free(&cache);
     free(cbi);

@@ -442,6 +442,7 @@ size_t ckt_fmha_fwd_args_offset(const char *field)
     CKT__FMHA_FIELD(num_splits)
     CKT__FMHA_FIELD(workspace)
     CKT__FMHA_FIELD(workspace_bytes)
+    CKT__FMHA_FIELD(sink)
     return (size_t)-1;
 #undef CKT__FMHA_FIELD
 }
@@ -496,6 +497,8 @@ size_t ckt_fmha_bwd_args_offset(const char *field)
     CKT__FMHA_FIELD(deterministic)
     CKT__FMHA_FIELD(workspace)
     CKT__FMHA_FIELD(workspace_bytes)
+    CKT__FMHA_FIELD(sink)
+    CKT__FMHA_FIELD(dsink)
     return (size_t)-1;
 #undef CKT__FMHA_STRIDES
 #undef CKT__FMHA_FIELD

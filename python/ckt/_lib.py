@@ -64,6 +64,7 @@ class FwdArgs(ctypes.Structure):
         ("kv_indptr", _ptr), ("kv_indices", _ptr), ("kv_last_page_len", _ptr),
         ("num_splits", _i32),
         ("workspace", _ptr), ("workspace_bytes", ctypes.c_size_t),
+        ("sink", _ptr),  # attention sinks: [nhead_q] fp32 logits
     ]
 
 
@@ -89,6 +90,7 @@ class BwdArgs(ctypes.Structure):
         ("deterministic", _i32),
         ("workspace", _ptr),
         ("workspace_bytes", ctypes.c_size_t),
+        ("sink", _ptr), ("dsink", _ptr),  # attention sinks and their gradient
     ]
 
 

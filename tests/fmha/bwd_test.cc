@@ -36,6 +36,7 @@ struct Case {
     float scale = 0.0f, softcap = 0.0f;
     int det = 0;
     int row_pad = 0; // extra elements per row (multiple of 8)
+    int sink = 0;    // attention sinks (random logits in [-2, 4]) and their gradient dsink
     std::string name;
 };
 
@@ -56,6 +57,7 @@ std::string case_name(const Case &c)
     n += c.scale != 0.0f ? "_scaled" : "";
     n += c.softcap != 0.0f ? "_softcap" : "";
     n += c.det ? "_det" : "";
+    n += c.sink ? "_sink" : "";
     return n;
 }
 
@@ -79,7 +81,7 @@ struct BwdRun {
     ckt_fmha_bwd_args d = CKT_ZERO_INIT; // device arguments
     std::vector<int32_t> start_q, start_k, len_q, len_k;
     std::vector<uint16_t> q, k, v, o, dout, dq, dk, dv;
-    std::vector<float> lse;
+    std::vector<float> lse, sink, dsink;
     FmhaDeviceBuffers bufs;
 
     void *to_device(const void *src, size_t bytes) { return bufs.dev(src, bytes); }
@@ -158,6 +160,12 @@ void setup(const Case &c, BwdRun &r)
     ASSERT_EQ(ckt_fill(r.k.data(), c.dt, r.k.size(), ckt_init_uniform(-1, 1), seed + 1), CKT_SUCCESS);
     ASSERT_EQ(ckt_fill(r.v.data(), c.dt, r.v.size(), ckt_init_uniform(-1, 1), seed + 2), CKT_SUCCESS);
     ASSERT_EQ(ckt_fill(r.dout.data(), c.dt, r.dout.size(), ckt_init_uniform(-1, 1), seed + 3), CKT_SUCCESS);
+    if (c.sink) {
+        r.sink.assign(c.h, 0.0f);
+        r.dsink.assign(c.h, 1234.5f);
+        ASSERT_EQ(ckt_fill(r.sink.data(), CKT_F32, r.sink.size(), ckt_init_uniform(-2, 4), seed + 4), CKT_SUCCESS);
+        a.sink = r.sink.data();
+    }
 
     ckt_fmha_bwd_args &d = r.d;
     d = a;
@@ -170,6 +178,10 @@ void setup(const Case &c, BwdRun &r)
     d.dq = r.to_device(r.dq.data(), r.dq.size() * 2);
     d.dk = r.to_device(r.dk.data(), r.dk.size() * 2);
     d.dv = r.to_device(r.dv.data(), r.dv.size() * 2);
+    if (c.sink) {
+        d.sink = (const float *)r.to_device(r.sink.data(), r.sink.size() * 4);
+        d.dsink = (float *)r.to_device(r.dsink.data(), r.dsink.size() * 4);
+    }
     if (c.group) {
         d.seqstart_q = (const int32_t *)r.to_device(r.start_q.data(), r.start_q.size() * 4);
         d.seqstart_k = (const int32_t *)r.to_device(r.start_k.data(), r.start_k.size() * 4);
@@ -207,6 +219,7 @@ void setup(const Case &c, BwdRun &r)
     f.mask = a.mask;
     f.window_left = a.window_left;
     f.window_right = a.window_right;
+    f.sink = d.sink;
     ASSERT_EQ(ckt_fmha_fwd(&f, nullptr), CKT_SUCCESS) << ckt_last_error();
     ASSERT_EQ(ckt_rt_device_synchronize(), CKT_SUCCESS);
     ASSERT_EQ(ckt_rt_memcpy(r.o.data(), d.o, r.o.size() * 2, CKT_D2H), CKT_SUCCESS);
@@ -235,6 +248,9 @@ ckt_status run_bwd(BwdRun &r)
     EXPECT_EQ(ckt_rt_memcpy(r.dq.data(), r.d.dq, r.dq.size() * 2, CKT_D2H), CKT_SUCCESS);
     EXPECT_EQ(ckt_rt_memcpy(r.dk.data(), r.d.dk, r.dk.size() * 2, CKT_D2H), CKT_SUCCESS);
     EXPECT_EQ(ckt_rt_memcpy(r.dv.data(), r.d.dv, r.dv.size() * 2, CKT_D2H), CKT_SUCCESS);
+    if (r.d.dsink) {
+        EXPECT_EQ(ckt_rt_memcpy(r.dsink.data(), r.d.dsink, r.dsink.size() * 4, CKT_D2H), CKT_SUCCESS);
+    }
     return CKT_SUCCESS;
 }
 
@@ -296,6 +312,12 @@ TEST_P(Bwd, MatchesReference)
                      "dK");
     expect_untouched(r.dv, logical_mask(a, r.dv.size(), a.nhead_k, 0, a.dv_stride_b, a.dv_stride_h, a.dv_stride_s, a.hdim_v),
                      "dV");
+    if (c.sink) { // dsink: fp32 sums of the same terms as the reference's double ones
+        std::vector<float> dsink_ref(r.dsink.size(), 0.0f);
+        ASSERT_EQ(ckt_ref_fmha_bwd_dsink(&a, dsink_ref.data()), CKT_SUCCESS) << ckt_last_error();
+        for (size_t h = 0; h < r.dsink.size(); h++)
+            EXPECT_NEAR(r.dsink[h], dsink_ref[h], 1e-3 * (1.0 + std::fabs(dsink_ref[h]))) << "dsink[" << h << "]";
+    }
 }
 
 std::vector<Case> matrix()
@@ -388,6 +410,55 @@ std::vector<Case> matrix()
             n++;
             add(c);
         }
+    // attention sinks: dsink, and dQ / dK / dV through the LSE that holds
+    // them; masks (rows that see no key: only the sink), GQA, soft-cap,
+    // group mode, both modes
+    const Mask sink_masks[] = {{CKT_MASK_NONE, 0, 0},
+                               {CKT_MASK_CAUSAL_BOTTOM_RIGHT, 0, 0},
+                               {CKT_MASK_WINDOW_TOP_LEFT, 16, 5},
+                               {CKT_MASK_WINDOW_BOTTOM_RIGHT, 3, -1}};
+    const int sink_lens[][2] = {{55, 100}, {257, 3}};
+    for (const Mask &m : sink_masks)
+        for (const auto &l : sink_lens) {
+            Case c;
+            c.sink = 1;
+            c.dt = n % 2 ? CKT_BF16 : CKT_F16;
+            c.mask = m.m;
+            c.wl = m.l;
+            c.wr = m.r;
+            c.sq = {l[0]};
+            c.sk = {l[1]};
+            c.h = n % 3 == 0 ? 4 : 2;
+            c.hk = n % 3 == 0 ? 1 : 2;
+            c.det = n % 2;
+            c.softcap = n % 3 == 1 ? 2.5f : 0.0f;
+            c.d = c.dv = n % 4 == 2 ? 128 : 64;
+            n++;
+            add(c);
+        }
+    for (int det : {0, 1}) {
+        Case c;
+        c.sink = 1;
+        c.group = 1;
+        c.batch = 4;
+        c.sq = {0, 17, 40, 64};
+        c.sk = {5, 0, 33, 80};
+        c.qpad = 5;
+        c.kpad = 11;
+        c.h = 4;
+        c.hk = 2;
+        c.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT;
+        c.det = det;
+        c.dt = det ? CKT_BF16 : CKT_F16;
+        add(c);
+    }
+    {
+        Case c; // queries none, keys some: dsink = 0
+        c.sink = 1;
+        c.sq = {0};
+        c.sk = {40};
+        add(c);
+    }
     return cs;
 }
 
@@ -408,8 +479,10 @@ TEST(BwdDeterministic, SameBytesUnderOtherSchedules)
     c.hk = 1;
     c.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT;
     c.det = 1;
+    c.sink = 1;
     c.name = case_name(c);
     std::vector<uint16_t> first[3];
+    std::vector<float> first_dsink;
     struct Sched {
         int schedule;
         uint64_t seed;
@@ -439,11 +512,54 @@ TEST(BwdDeterministic, SameBytesUnderOtherSchedules)
             else
                 EXPECT_TRUE(first[t] == *outs[t]) << "tensor " << "dq dk dv"[3 * t] << " differs under schedule " << k;
         }
+        if (k == 0)
+            first_dsink = r.dsink;
+        else
+            EXPECT_EQ(memcmp(first_dsink.data(), r.dsink.data(), r.dsink.size() * 4), 0)
+                << "dsink differs under schedule " << k;
         k++;
     }
 #if defined(CKT_BACKEND_CPU)
     ckt_emu_set_schedule(-1, 0);
     unsetenv("CKT_EMU_THREADS");
+#endif
+}
+
+// dsink is a fixed-order reduction in either mode: the same bytes under
+// other schedules without deterministic mode too.
+TEST(BwdSink, DsinkSameBytesUnderOtherSchedules)
+{
+    Case c;
+    c.batch = 2;
+    c.sq = {300};
+    c.sk = {64};
+    c.h = 2;
+    c.hk = 1;
+    c.sink = 1;
+    c.name = case_name(c);
+    std::vector<float> first;
+#if defined(CKT_BACKEND_CPU)
+    const int scheds[][2] = {{0, 0}, {1, 0}, {2, 5}};
+#else
+    const int scheds[][2] = {{0, 0}, {0, 0}, {0, 0}};
+#endif
+    for (const auto &s : scheds) {
+#if defined(CKT_BACKEND_CPU)
+        ckt_emu_set_schedule(s[0], (uint64_t)s[1]);
+#else
+        (void)s;
+#endif
+        BwdRun r;
+        setup(c, r);
+        ASSERT_FALSE(HasFatalFailure());
+        ASSERT_EQ(run_bwd(r), CKT_SUCCESS) << ckt_last_error();
+        if (first.empty())
+            first = r.dsink;
+        else
+            EXPECT_EQ(memcmp(first.data(), r.dsink.data(), r.dsink.size() * 4), 0) << "dsink differs";
+    }
+#if defined(CKT_BACKEND_CPU)
+    ckt_emu_set_schedule(-1, 0);
 #endif
 }
 
@@ -533,6 +649,12 @@ TEST(BwdErrors, WorkspaceAndPlan)
     r.d.workspace_bytes = ckt_fmha_bwd_workspace_bytes(&r.d);
     EXPECT_EQ(ckt_fmha_bwd(&r.d, nullptr), CKT_ERROR_NULL_POINTER);
     EXPECT_NE(std::string(ckt_last_error()).find("lse"), std::string::npos) << ckt_last_error();
+    // dsink without sink
+    r.d.lse = r.h.lse ? (const float *)r.to_device(r.lse.data(), r.lse.size() * 4) : nullptr;
+    r.d.dsink = (float *)r.to_device(nullptr, 4 * (size_t)r.d.nhead_q);
+    EXPECT_EQ(ckt_fmha_bwd(&r.d, nullptr), CKT_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(std::string(ckt_last_error()).rfind("dsink:", 0), 0u) << ckt_last_error();
+    r.d.dsink = nullptr;
     // a plan for other traits
     ckt_fmha_bwd_traits t = CKT_ZERO_INIT;
     t.batch = 1;

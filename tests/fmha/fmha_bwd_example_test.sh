@@ -27,6 +27,14 @@ run -mode=1 -b=3 -s=10,0,33 -s_qpad=40 -s_kpad=50 -mask=2 -deterministic=1 -prep
 run -s=48 -mask=t -deterministic=1 -prepare=async
 run -s=48 -prepare=async
 run -s=0 -s_k=5
+# attention sinks: dsink against the reference; GQA, masks with rows that see no key, group mode
+run -sink=1 -h=4 -h_k=2 -s=70 -s_k=40 -mask=b
+run -sink=1 -mode=1 -b=3 -s=40,0,9 -s_k=5,20,60 -mask=b -deterministic=1 -prepare=async -logits_soft_cap=5
+js=$("$bin" -json=1 -sink=1 -s=60 -deterministic=1 -warmup=0 -repeat=2 2>/dev/null | tail -1)
+case "$js" in
+  *'"sink":1,"dsink_max_abs_err":'*'"valid":true,"rerun_identical":true'*) echo "ok: -json -sink=1 -> $js" ;;
+  *) echo "FAIL: -json -sink=1 printed: $js"; fail=1 ;;
+esac
 
 # -deterministic=1: two processes, the same bytes
 j1=$("$bin" -json=1 -b=2 -h=4 -h_k=2 -s=90 -mask=b -deterministic=1 -warmup=1 -repeat=1 2>/dev/null | tail -1)
@@ -54,7 +62,7 @@ for bad in -bias=e -bias=a -dbias=1 -p_drop=0.2; do
     echo "ok: fmha_bwd $bad -> exit $rc: $msg"
   fi
 done
-for bad in -prec=fp32 -mask=x -d=100 -mode=0\ -s=1,2 -foo=1 -prepare=maybe -deterministic=2 -lse=1; do
+for bad in -prec=fp32 -mask=x -d=100 -mode=0\ -s=1,2 -foo=1 -prepare=maybe -deterministic=2 -lse=1 -sink=3; do
   "$bin" $bad >/dev/null 2>&1
   rc=$?
   if [ "$rc" != 2 ]; then echo "FAIL: fmha_bwd $bad exited $rc, want 2"; fail=1; else echo "ok: fmha_bwd $bad -> exit 2"; fi

@@ -27,6 +27,15 @@ run -b=3 -s=2 -s_k=90 -page_block_size=3 -cache_batch_idx=1 -num_splits=2
 run -mode=1 -b=3 -s=5,0,9 -s_k=70,10,129 -page_block_size=48 -table=sglang -mask=b -lse=1
 run -b=2 -s=1 -s_k=100 -page_block_size=16 -page_pool_gb=5
 run -s=3 -s_k=100 -cache_batch_idx=1 -iperm=0
+# attention sinks: plain, GQA decode (packed), split-KV, group mode with rows that see no key
+run -sink=1 -lse=1 -mask=b -h=4 -h_k=2
+run -sink=1 -s=3 -s_k=200 -h=8 -h_k=2 -num_splits=3 -lse=1 -prec=bf16
+run -sink=1 -mode=1 -b=3 -s=40,1,9 -s_k=5,0,60 -mask=b -lse=1 -logits_soft_cap=5
+json=$("$bin" -json=1 -sink=1 -b=1 -s=20 2>/dev/null | tail -1)
+case "$json" in
+  *'"sink":1'*'"valid":true'*) echo "ok: -json -sink=1 -> $json" ;;
+  *) echo "FAIL: -json -sink=1 printed: $json"; fail=1 ;;
+esac
 out=$("$bin" -b=2 -s=1 -s_k=100 -page_block_size=16 -page_pool_gb=5 2>&1 | tail -1)
 case "$out" in
   *'pool>4GB'*'valid:y') echo "ok: -page_pool_gb=5 -> $out" ;;
@@ -38,7 +47,7 @@ case "$json" in
   *) echo "FAIL: -json printed: $json"; fail=1 ;;
 esac
 for bad in -prec=fp32 -mask=x -d=100 -mode=0\ -s=1,2 -foo=1 -s_kpad=8 -num_splits=-1 -table=x -table=sglang \
-           -mode=1\ -cache_batch_idx=1 -num_splits=1000; do
+           -mode=1\ -cache_batch_idx=1 -num_splits=1000 -sink=2; do
   "$bin" $bad >/dev/null 2>&1
   rc=$?
   if [ "$rc" != 2 ]; then echo "FAIL: fmha_fwd $bad exited $rc, want 2"; fail=1; else echo "ok: fmha_fwd $bad -> exit 2"; fi

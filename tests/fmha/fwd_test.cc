@@ -35,6 +35,7 @@ struct Case {
     int iperm = 1, operm = 1;
     float scale = 0.0f, softcap = 0.0f;
     int row_pad = 0; // extra elements per row of q/k/v/o (multiple of 8)
+    int sink = 0;    // per-head sink logits (gpt-oss), random in [-2, 4]
     std::string name;
 };
 
@@ -56,6 +57,7 @@ std::string case_name(const Case &c)
     n += c.row_pad ? "_rowpad" : "";
     n += c.scale != 0.0f ? "_scaled" : "";
     n += c.softcap != 0.0f ? "_softcap" : "";
+    n += c.sink ? "_sink" : "";
     return n;
 }
 
@@ -79,7 +81,7 @@ struct FwdRun {
     ckt_fmha_fwd_args dv; // device arguments
     std::vector<int32_t> start_q, start_k, len_q, len_k;
     std::vector<uint16_t> q, k, v, o;
-    std::vector<float> lse;
+    std::vector<float> lse, sink;
     FmhaDeviceBuffers bufs;
 
     void *to_device(const void *src, size_t bytes) { return bufs.dev(src, bytes); }
@@ -152,6 +154,11 @@ void run_case(const Case &c, FwdRun &r)
     a.q = r.q.data();
     a.k = r.k.empty() ? nullptr : r.k.data();
     a.v = r.v.empty() ? nullptr : r.v.data();
+    if (c.sink) { // sink logits in [-2, 4]: from negligible to dominant against ~100 keys
+        r.sink.assign(c.h, 0.0f);
+        ASSERT_EQ(ckt_fill(r.sink.data(), CKT_F32, r.sink.size(), ckt_init_uniform(-2, 4), seed + 3), CKT_SUCCESS);
+        a.sink = r.sink.data();
+    }
 
     ckt_fmha_fwd_args &d = r.dv;
     d = a;
@@ -160,6 +167,7 @@ void run_case(const Case &c, FwdRun &r)
     d.v = r.v.empty() ? nullptr : r.to_device(r.v.data(), r.v.size() * 2);
     d.o = r.to_device(r.o.data(), r.o.size() * 2);
     d.lse = c.lse ? (float *)r.to_device(r.lse.data(), r.lse.size() * 4) : nullptr;
+    d.sink = c.sink ? (const float *)r.to_device(r.sink.data(), r.sink.size() * 4) : nullptr;
     if (c.group) {
         d.seqstart_q = (const int32_t *)r.to_device(r.start_q.data(), r.start_q.size() * 4);
         d.seqstart_k = (const int32_t *)r.to_device(r.start_k.data(), r.start_k.size() * 4);
@@ -359,6 +367,78 @@ std::vector<Case> matrix()
         g.sk = {0, 0, 0};
         add(g);
     }
+    // attention sinks (gpt-oss): masks, GQA, modes, soft-cap, rows with no
+    // visible key (O = 0, LSE = sink), decode lengths (the GQA-packed instances)
+    {
+        const Mask sink_masks[] = {{CKT_MASK_NONE, 0, 0},
+                                   {CKT_MASK_CAUSAL_TOP_LEFT, 0, 0},
+                                   {CKT_MASK_CAUSAL_BOTTOM_RIGHT, 0, 0},
+                                   {CKT_MASK_WINDOW_TOP_LEFT, 16, 5},
+                                   {CKT_MASK_WINDOW_BOTTOM_RIGHT, 3, -1},
+                                   {CKT_MASK_WINDOW_TOP_LEFT, 0, 0}};
+        const int sink_lens[][2] = {{55, 100}, {257, 3}, {7, 130}};
+        int k = 0;
+        for (const Mask &m : sink_masks)
+            for (const auto &l : sink_lens) {
+                Case c;
+                c.sink = 1;
+                c.dt = k % 2 ? CKT_BF16 : CKT_F16;
+                c.mask = m.m;
+                c.wl = m.l;
+                c.wr = m.r;
+                c.sq = {l[0]};
+                c.sk = {l[1]};
+                c.h = k % 3 == 0 ? 6 : 4;
+                c.hk = k % 3 == 0 ? 2 : k % 3 == 1 ? 1 : 4;
+                c.d = c.dv = k % 4 == 3 ? 128 : 64;
+                c.iperm = k % 2;
+                k++;
+                add(c);
+            }
+        Case g; // group mode: zero-length entries, no keys, padding, GQA
+        g.sink = 1;
+        g.group = 1;
+        g.batch = 4;
+        g.sq = {0, 17, 9, 64};
+        g.sk = {5, 0, 40, 80};
+        g.qpad = 5;
+        g.kpad = 11;
+        g.h = 4;
+        g.hk = 2;
+        g.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT;
+        add(g);
+        g.mask = CKT_MASK_WINDOW_TOP_LEFT, g.wl = 4, g.wr = 0, g.dt = CKT_BF16, g.sq = {3, 1, 12, 2};
+        add(g); // decode lengths in group mode
+        Case s; // soft-cap (the sink is not capped), scale, LSE off
+        s.sink = 1;
+        s.softcap = 2.5f;
+        s.mask = CKT_MASK_CAUSAL_TOP_LEFT;
+        add(s);
+        s.softcap = 0.0f;
+        s.scale = 0.3f;
+        s.lse = 0;
+        s.dt = CKT_BF16;
+        add(s);
+        Case z; // seqlen_k = 0: every row has only the sink
+        z.sink = 1;
+        z.sq = {7};
+        z.sk = {0};
+        add(z);
+        for (int d : {64, 128, 256}) { // decode: GQA-packed rows of g heads, each with its own sink
+            Case dcd;
+            dcd.sink = 1;
+            dcd.d = dcd.dv = d;
+            dcd.dt = d == 128 ? CKT_BF16 : CKT_F16;
+            dcd.sq = {d == 64 ? 1 : 5};
+            dcd.sk = {200};
+            dcd.h = 8;
+            dcd.hk = 2;
+            dcd.mask = d == 256 ? CKT_MASK_WINDOW_BOTTOM_RIGHT : CKT_MASK_CAUSAL_BOTTOM_RIGHT;
+            dcd.wl = d == 256 ? 2 : 0;
+            dcd.wr = 0;
+            add(dcd);
+        }
+    }
     return cs;
 }
 
@@ -491,6 +571,10 @@ TEST(Dispatch, ArgsLayoutIsExported)
     EXPECT_EQ(ckt_fmha_fwd_args_offset("sizeof"), sizeof(ckt_fmha_fwd_args));
     EXPECT_EQ(ckt_fmha_fwd_args_offset("window_right"), offsetof(ckt_fmha_fwd_args, window_right));
     EXPECT_EQ(ckt_fmha_fwd_args_offset("q_stride_b"), offsetof(ckt_fmha_fwd_args, q_stride_b));
+    EXPECT_EQ(ckt_fmha_fwd_args_offset("sink"), offsetof(ckt_fmha_fwd_args, sink));
+    EXPECT_EQ(ckt_fmha_bwd_args_offset("sink"), offsetof(ckt_fmha_bwd_args, sink));
+    EXPECT_EQ(ckt_fmha_bwd_args_offset("dsink"), offsetof(ckt_fmha_bwd_args, dsink));
+    EXPECT_EQ(ckt_fmha_bwd_args_offset("sizeof"), sizeof(ckt_fmha_bwd_args));
     EXPECT_EQ(ckt_fmha_fwd_args_offset("nope"), (size_t)-1);
 }
 

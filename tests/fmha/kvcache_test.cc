@@ -45,6 +45,7 @@ struct Case {
     int page_major = 1;  // pool layout [page][pos][hk][d] (1) or [page][hk][pos][d] (0)
     int splits = 1;      // num_splits; -1: 0 (automatic) without a workspace, 0: automatic with one
     int cbi = 0;         // cache_batch_idx (a permutation into a cache with one spare entry)
+    int sink = 0;        // per-head sink logits (gpt-oss), random in [-2, 4]
     std::string name;
 };
 
@@ -63,6 +64,7 @@ std::string case_name(const Case &c)
     n += c.softcap != 0.0f ? "_softcap" : "";
     if (c.mask >= CKT_MASK_WINDOW_TOP_LEFT)
         n += "_w" + std::to_string(c.wl) + "_" + std::to_string(c.wr);
+    n += c.sink ? "_sink" : "";
     return n;
 }
 
@@ -75,7 +77,7 @@ struct KvRun {
     ckt_fmha_fwd_args dev;   // the kernel's arguments
     std::vector<int32_t> start_q, len_k, start_k_plain, cbi, table, indptr, indices, last;
     std::vector<uint16_t> q, kp, vp, kc, vc, o; // kp/vp: plain keys; kc/vc: the cache (contiguous or pool)
-    std::vector<float> lse;
+    std::vector<float> lse, sink;
     size_t ws_bytes = 0;
     FmhaDeviceBuffers bufs;
 };
@@ -135,6 +137,11 @@ void build(const Case &c, KvRun &r)
     a.q = r.q.data();
     a.k = r.kp.data();
     a.v = r.vp.data();
+    if (c.sink) {
+        r.sink.assign(c.h, 0.0f);
+        ASSERT_EQ(ckt_fill(r.sink.data(), CKT_F32, r.sink.size(), ckt_init_uniform(-2, 4), seed + 3), CKT_SUCCESS);
+        a.sink = r.sink.data();
+    }
 
     // the kernel's view: the same queries, the keys in the cache
     ckt_fmha_fwd_args &p = r.paged;
@@ -259,6 +266,7 @@ void build(const Case &c, KvRun &r)
     d.v = r.bufs.dev(r.vc.data(), r.vc.size() * 2);
     d.o = r.bufs.dev(r.o.data(), r.o.size() * 2);
     d.lse = (float *)r.bufs.dev(r.lse.data(), r.lse.size() * 4);
+    d.sink = c.sink ? (const float *)r.bufs.dev(r.sink.data(), r.sink.size() * 4) : nullptr;
     d.seqstart_q = c.group ? dev32(r.start_q) : nullptr;
     d.seqlen_k_ptr = p.seqlen_k_ptr ? dev32(r.len_k) : nullptr;
     d.cache_batch_idx = p.cache_batch_idx ? dev32(r.cbi) : nullptr;
@@ -434,6 +442,36 @@ std::vector<Case> cases()
         c.d = c.dv = 128;
         add(c);
     }
+    // attention sinks: added once, in split-KV's combine or in the unsplit
+    // epilogue; decode (GQA-packed rows, a sink per head), paged, batch prefill
+    for (int splits : {1, 3, 0}) {
+        Case c;
+        c.sink = 1;
+        c.splits = splits;
+        c.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT;
+        c.h = 8;
+        c.hk = 2;
+        c.sq = {splits == 3 ? 16 : 4};
+        c.sk = {300, 0}; // entry 1: no key, only the sink
+        add(c);
+    }
+    {
+        Case c;
+        c.sink = 1;
+        c.sq = {70}, c.sk = {260, 100}, c.splits = 2, c.h = 4, c.hk = 1; // several query tiles, split
+        c.mask = CKT_MASK_WINDOW_BOTTOM_RIGHT, c.wl = 50, c.wr = 3, c.softcap = 20.0f, c.dt = CKT_F16;
+        add(c);
+        c = Case();
+        c.sink = 1;
+        c.kv = kVllm, c.page_size = 16, c.sq = {5}, c.sk = {200, 33}, c.splits = 3, c.cbi = 1;
+        c.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT, c.d = c.dv = 128;
+        add(c);
+        c = Case();
+        c.sink = 1;
+        c.group = 1, c.batch = 3, c.sq = {37, 0, 9}, c.sk = {150, 20, 64}, c.kv = kSglang, c.page_size = 48;
+        c.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT, c.h = 4, c.hk = 2, c.splits = 2;
+        add(c);
+    }
     return v;
 }
 
@@ -451,6 +489,7 @@ TEST(KvCacheSplit, SameBytesUnderOtherSchedulesAndCloseToUnsplit)
     c.sk = {333, 150};
     c.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT;
     c.splits = 5;
+    c.sink = 1; // the combine adds the sinks: in its fixed order too
     c.name = case_name(c);
     struct Sched {
         int schedule;

@@ -89,6 +89,7 @@ struct Problem {
     ckt_fmha_bwd_args a; // the host view
     std::vector<float> q, k, v, o, dout, lse; // NaN outside the logical rows
     std::vector<float> dq, dk, dv, d;         // the reference's outputs, kSentinel before
+    std::vector<float> sink;                  // attention sinks (nhead_q logits); empty: none
 
     Problem(const Shape &shape, uint64_t seed) : s(shape), group(!shape.start_q.empty())
     {
@@ -243,10 +244,14 @@ struct Problem {
 // >>forward: double precision, written here
 
 // L = sum over logical rows of O . dO for inputs q, k, v (the layouts of
-// p.q, p.k, p.v); also O and LSE when o / lse are given.
+// p.q, p.k, p.v) and the sinks (p.sink unless given); also O and LSE when
+// o / lse are given. A sink joins the denominator with no value.
 double Forward(const Problem &p, const std::vector<double> &q, const std::vector<double> &k,
-               const std::vector<double> &v, std::vector<float> *o = nullptr, std::vector<float> *lse = nullptr)
+               const std::vector<double> &v, std::vector<float> *o = nullptr, std::vector<float> *lse = nullptr,
+               const std::vector<double> *sinks = nullptr)
 {
+    const std::vector<double> own(p.sink.begin(), p.sink.end());
+    const std::vector<double> &sink = sinks ? *sinks : own;
     const Shape &s = p.s;
     const double scale = s.scale != 0.0f ? s.scale : 1.0 / std::sqrt((double)s.hdim_q);
     const int g = s.nhead_q / s.nhead_k;
@@ -275,7 +280,9 @@ double Forward(const Problem &p, const std::vector<double> &q, const std::vector
                     seen[(size_t)j] = 1;
                     mx = std::max(mx, x);
                 }
-                double sum = 0.0;
+                if (!sink.empty())
+                    mx = std::max(mx, sink[(size_t)h]);
+                double sum = sink.empty() ? 0.0 : std::exp(sink[(size_t)h] - mx);
                 for (int j = 0; j < e.sk; j++)
                     if (seen[(size_t)j])
                         sum += std::exp(logit[(size_t)j] - mx);
@@ -553,6 +560,56 @@ TEST(RefBwd, FiniteDifferenceCheckCatchesSignAndScaleErrors)
                     min_tanh_prime = std::min(min_tanh_prime, 1.0 - std::pow(std::tanh(x / s.softcap), 2));
                 }
     EXPECT_LT(min_tanh_prime, 0.5) << "the soft-cap case must saturate the cap";
+}
+
+// >>attention sinks: dQ, dK, dV through the LSE that holds the sinks, and
+// dsink (ckt_ref_fmha_bwd_dsink), against central differences of L, with
+// rows that see no key (only the sink), GQA, soft-cap and group mode.
+TEST(RefBwd, SinkGradientsMatchCentralDifferences)
+{
+    for (const char *name : {"causal_bottom_right_sq_gt_sk", "gqa_4_2", "softcap_gqa_window",
+                             "group_padding_empty_entries"}) {
+        Problem p(CaseNamed(name), 11);
+        p.sink.resize((size_t)p.s.nhead_q);
+        for (int h = 0; h < p.s.nhead_q; h++)
+            p.sink[(size_t)h] = -1.0f + 1.1f * (float)h; // from negligible to dominant
+        p.a.sink = p.sink.data();
+        RunForward(p);
+        ASSERT_EQ(p.Run(), CKT_SUCCESS) << ckt_last_error();
+        const ckt_fmha_bwd_tensor in[3] = {CKT_FMHA_BWD_TENSOR_Q, CKT_FMHA_BWD_TENSOR_K, CKT_FMHA_BWD_TENSOR_V};
+        const std::vector<float> *ref[3] = {&p.dq, &p.dk, &p.dv};
+        for (int t = 0; t < 3; t++) {
+            const Worst w = Check(*ref[t], FiniteDifferences(p, in[t]));
+            EXPECT_LE(w.ratio, 1.0) << name << " " << Describe("dQ dK dV" + 3 * t, w);
+        }
+        std::vector<float> dsink((size_t)p.s.nhead_q, kSentinel);
+        ASSERT_EQ(ckt_ref_fmha_bwd_dsink(&p.a, dsink.data()), CKT_SUCCESS) << ckt_last_error();
+        std::vector<double> sk(p.sink.begin(), p.sink.end());
+        double max_grad = 0.0;
+        for (int h = 0; h < p.s.nhead_q; h++) {
+            const double x0 = sk[(size_t)h];
+            sk[(size_t)h] = x0 + kEps;
+            const double up = Forward(p, ToDouble(p.q), ToDouble(p.k), ToDouble(p.v), nullptr, nullptr, &sk);
+            sk[(size_t)h] = x0 - kEps;
+            const double down = Forward(p, ToDouble(p.q), ToDouble(p.k), ToDouble(p.v), nullptr, nullptr, &sk);
+            sk[(size_t)h] = x0;
+            const double fd = (up - down) / (2.0 * kEps);
+            max_grad = std::max(max_grad, std::fabs(fd));
+            EXPECT_NEAR(dsink[(size_t)h], fd, kAtol + kRtol * std::fabs(fd)) << name << ": dsink[" << h << "]";
+            EXPECT_GT(std::fabs(-dsink[(size_t)h] - fd), kAtol + kRtol * std::fabs(fd)) << name << ": dsink sign";
+        }
+        EXPECT_GT(max_grad, kMinGrad) << name << ": the check needs non-trivial gradients";
+    }
+    // rows that see no key get LSE = sink and O = 0
+    Problem p(CaseNamed("causal_bottom_right_sq_gt_sk"), 3);
+    p.sink.assign((size_t)p.s.nhead_q, 0.5f);
+    RunForward(p);
+    EXPECT_EQ(p.lse[(size_t)p.At(CKT_FMHA_BWD_TENSOR_LSE, 0, 1, 0, 0)], 0.5f);
+    // no sink: an error naming it
+    p.a.sink = nullptr;
+    std::vector<float> dsink((size_t)p.s.nhead_q);
+    EXPECT_EQ(ckt_ref_fmha_bwd_dsink(&p.a, dsink.data()), CKT_ERROR_NULL_POINTER);
+    EXPECT_NE(std::string(ckt_last_error()).find("sink"), std::string::npos);
 }
 
 // >>dK = dV = 0 for entries without queries

@@ -83,6 +83,20 @@ TEST_F(Validate, ValidArgumentsPass)
     EXPECT_EQ(check(), CKT_SUCCESS) << ckt_last_error();
 }
 
+// attention sinks: with any head dims, masks, soft-cap, group mode; 4-byte aligned
+TEST_F(Validate, SinkWithEverythingPassesAndMustBeAligned)
+{
+    a.sink = lse;
+    a.hdim_q = 120;
+    a.softcap = 30.0f;
+    a.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT;
+    EXPECT_EQ(check(), CKT_SUCCESS) << ckt_last_error();
+    group();
+    EXPECT_EQ(check(), CKT_SUCCESS) << ckt_last_error();
+    a.sink = (const float *)((const char *)lse + 2);
+    EXPECT_FAILS(CKT_ERROR_MISALIGNED, "sink: 0x");
+}
+
 TEST_F(Validate, ArgsNull)
 {
     EXPECT_EQ(ckt_fmha_fwd_validate(nullptr, CKT_F16, 128, 128), CKT_ERROR_NULL_POINTER);
@@ -507,6 +521,22 @@ TEST_F(ValidateBwd, SharesTheForwardsChecks)
     a.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT;
     a.window_right = 2;
     EXPECT_FAILS(CKT_ERROR_INVALID_ARGUMENT, "window_right: 2, but mask CKT_MASK_CAUSAL_BOTTOM_RIGHT ignores it");
+}
+
+TEST_F(ValidateBwd, SinkAndDsink)
+{
+    a.sink = lse;
+    EXPECT_EQ(check(), CKT_SUCCESS) << ckt_last_error(); // sinks without their gradient
+    a.dsink = lse + 1;
+    a.deterministic = 1;
+    a.softcap = 5.0f;
+    EXPECT_EQ(check(), CKT_SUCCESS) << ckt_last_error();
+    a.dsink = (float *)((char *)lse + 2);
+    EXPECT_FAILS(CKT_ERROR_MISALIGNED, "dsink: 0x");
+    a.sink = nullptr; // the gradient of no sinks: an error naming dsink, even for an empty problem
+    a.dsink = lse;
+    a.batch = 0;
+    EXPECT_FAILS(CKT_ERROR_INVALID_ARGUMENT, "dsink: set, but sink is NULL");
 }
 
 TEST_F(ValidateBwd, DeterministicNotABool)
