@@ -43,11 +43,12 @@ typedef enum ckt_fmha_stage {
     CKT_FMHA_STAGE_DOT_DO_O = 4,   /* D = rowsum(dO * O); zeroes the dQ accumulator */
     CKT_FMHA_STAGE_DQ_DK_DV = 5,   /* the gradients, dQ into fp32 slots */
     CKT_FMHA_STAGE_CONVERT_DQ = 6, /* dQ = scale * sum of the slots */
-    CKT_FMHA_STAGE_COUNT = 7
+    CKT_FMHA_STAGE_DSINK = 7,      /* attention sinks' gradient (reads dot_do_o's D), last */
+    CKT_FMHA_STAGE_COUNT = 8
 } ckt_fmha_stage;
 
 /* "attention", "attention_partials", "combine", "appendkv", "dot_do_o",
- * "dq_dk_dv", "convert_dq"; "?" otherwise. */
+ * "dq_dk_dv", "convert_dq", "dsink"; "?" otherwise. */
 const char *ckt_fmha_stage_name(int stage);
 
 /* A forward plan. Plain data (copy it freely); valid for calls with the

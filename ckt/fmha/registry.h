@@ -65,7 +65,8 @@ const char *ckt_fmha_family_name(int family);
     X(CKT_FMHA_FEATURE_SPLIT_KV, 8, "split_kv")          /* num_splits, workspace, combine */ \
     X(CKT_FMHA_FEATURE_PACKED_GQA, 9, "packed_gqa")      /* a GQA group's heads in one block */ \
     X(CKT_FMHA_FEATURE_DETERMINISTIC, 10, "deterministic") /* bitwise reproducible option */ \
-    X(CKT_FMHA_FEATURE_ROTARY, 11, "rotary")             /* rotary embedding */
+    X(CKT_FMHA_FEATURE_ROTARY, 11, "rotary")             /* rotary embedding */    \
+    X(CKT_FMHA_FEATURE_SINK, 12, "sink")                 /* attention sinks (and dsink) */
 
 #define CKT__FMHA_FEATURE_ENUM(name, bit, str) name = 1u << (bit),
 enum { CKT_FMHA_FEATURE_TABLE(CKT__FMHA_FEATURE_ENUM) };
@@ -75,7 +76,7 @@ enum { CKT_FMHA_FEATURE_TABLE(CKT__FMHA_FEATURE_ENUM) };
 const char *ckt_fmha_feature_name(int bit);
 
 /* Stages in launch order, the most any instance has. */
-#define CKT_FMHA_MAX_STAGES 3
+#define CKT_FMHA_MAX_STAGES 4
 
 /* One compiled instance. */
 typedef struct ckt_fmha_registry_entry {

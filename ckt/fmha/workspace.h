@@ -111,6 +111,7 @@ typedef struct ckt_fmha_bwd_traits {
     int window_left, window_right;
     int deterministic;
     int multiprocessors; /* 0: the current device's (ckt_rt_multiprocessors) */
+    int dsink;           /* 1: attention sinks' gradient (args.dsink): the dsink stage runs */
 } ckt_fmha_bwd_traits;
 
 /* A plan: the traits and what the instance and the device add. Made by
@@ -220,6 +221,7 @@ static inline ckt_fmha_bwd_traits ckt_fmha_bwd_traits_of(const ckt_fmha_bwd_args
     t.window_left = a->window_left;
     t.window_right = a->window_right;
     t.deterministic = a->deterministic;
+    t.dsink = a->dsink != NULL;
     return t;
 }
 

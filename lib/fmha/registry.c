@@ -80,7 +80,7 @@ static pthread_once_t ckt__fmha_registry_once = PTHREAD_ONCE_INIT;
 /* What every forward and backward instance takes at run time. */
 #define CKT__FMHA_FEATURES_ATTENTION                                                                        \
     (CKT_FMHA_FEATURE_GROUP_MODE | CKT_FMHA_FEATURE_GQA | CKT_FMHA_FEATURE_MASKS | CKT_FMHA_FEATURE_SOFTCAP | \
-     CKT_FMHA_FEATURE_LSE | CKT_FMHA_FEATURE_PADDED_HDIM)
+     CKT_FMHA_FEATURE_LSE | CKT_FMHA_FEATURE_PADDED_HDIM | CKT_FMHA_FEATURE_SINK)
 #define CKT__FMHA_FEATURES_CACHE (CKT_FMHA_FEATURE_KV_CACHE | CKT_FMHA_FEATURE_PAGED | CKT_FMHA_FEATURE_SPLIT_KV)
 
 static ckt_fmha_registry_entry *ckt__fmha_registry_add(const char *name, ckt_fmha_family family, ckt_dtype dtype,

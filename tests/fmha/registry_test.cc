@@ -253,6 +253,7 @@ TEST(Registry, DescribesEveryCompiledInstance)
     }
     EXPECT_STREQ(ckt_fmha_family_name(CKT_FMHA_FAMILY_FWD_KV), "fwd_kv");
     EXPECT_STREQ(ckt_fmha_feature_name(8), "split_kv");
+    EXPECT_STREQ(ckt_fmha_feature_name(12), "sink");
     EXPECT_EQ(ckt_fmha_feature_name(31), nullptr);
 }
 
@@ -570,6 +571,35 @@ TEST(Plan, BackwardStagesAndWorkspace)
         }
     }
     EXPECT_GE(ws[1], ws[0]); // deterministic: one dQ slot per block that shares a head
+    // attention sinks: their gradient is a fourth stage, launched last, and costs no workspace
+    ckt_fmha_bwd_args a = CKT_ZERO_INIT;
+    a.dtype = CKT_F16;
+    a.batch = 2;
+    a.nhead_q = 4;
+    a.nhead_k = 2;
+    a.seqlen_q = 64;
+    a.seqlen_k = 512;
+    a.hdim_q = a.hdim_v = 128;
+    float sink[4] = {0}, dsink[4] = {0};
+    a.sink = sink;
+    a.dsink = dsink;
+    const ckt_fmha_bwd_traits ts = ckt_fmha_bwd_traits_of(&a);
+    EXPECT_EQ(ts.dsink, 1);
+    ckt_fmha_bwd_plan ps;
+    ASSERT_EQ(ckt_fmha_bwd_plan_init(&ps, &ts), CKT_SUCCESS) << last_error();
+    ASSERT_EQ(ckt_fmha_bwd_plan_stages(&ps, st, CKT_FMHA_MAX_STAGES), 4);
+    EXPECT_EQ(st[2], CKT_FMHA_STAGE_CONVERT_DQ);
+    EXPECT_EQ(st[3], CKT_FMHA_STAGE_DSINK);
+    EXPECT_STREQ(ckt_fmha_stage_name(st[3]), "dsink");
+    EXPECT_EQ(ckt_fmha_bwd_workspace_upper_bound(&ps), ws[0]);
+    char js[512];
+    ckt_fmha_bwd_plan_json(&ps, js, sizeof js);
+    EXPECT_TRUE(has(js, "\"stages\": [\"dot_do_o\", \"dq_dk_dv\", \"convert_dq\", \"dsink\"]")) << js;
+    a.sink = nullptr; // no gradient asked: three stages
+    a.dsink = nullptr;
+    const ckt_fmha_bwd_traits tn = ckt_fmha_bwd_traits_of(&a);
+    ASSERT_EQ(ckt_fmha_bwd_plan_init(&ps, &tn), CKT_SUCCESS);
+    EXPECT_EQ(ckt_fmha_bwd_plan_stages(&ps, st, CKT_FMHA_MAX_STAGES), 3);
 }
 
 // >>instance sets
