@@ -21,7 +21,7 @@ ab() { # name binary args...
   done
   local mp ms_
   mp=$(echo $p | tr ' ' '\n' | median); ms_=$(echo $s | tr ' ' '\n' | median)
-  printf '%-40s plain %9.4f ms  sink %9.4f ms  sink/plain %.3f\n' "$name" "$mp" "$ms_" "$(echo "$ms_ / $mp" | bc -l)"
+  printf '%-40s plain %9.4f ms  sink %9.4f ms  sink/plain %.3f\n' "$name" "$mp" "$ms_" "$(awk -v a="$ms_" -v b="$mp" 'BEGIN {print a / b}')"
 }
 ab "fwd b4 h16 s4096 d128 causal" "$fwd" -b=4 -h=16 -s=4096 -d=128 -mask=b -prec=bf16 -lse=1
 ab "fwd b1 h16 s16384 d128 causal" "$fwd" -b=1 -h=16 -s=16384 -d=128 -mask=b -prec=bf16 -lse=1
