@@ -207,9 +207,23 @@ class _Group:
         a.seqlen_k_ptr = self.seqlen_k.ptr if self.seqlen_k is not None else None
 
 
-def fwd_call(lib, q, k, v, o, lse, opts, group=None, layout="bhsd", stream=None):
+def _check_sink(t, h, name="sink"):
+    """An attention sinks' vector (or its gradient): float32 [h], contiguous."""
+    if t is None:
+        return None
+    if t.dtype != "float32":
+        raise CktError(f"{name}: dtype {t.dtype}, want float32 (one logit per query head)")
+    if tuple(t.shape) != (h,):
+        raise CktError(f"{name}: shape {tuple(t.shape)}, want ({h},) (one logit per query head)")
+    if t.strides[0] != 1:
+        raise CktError(f"{name}: stride {t.strides[0]}, want 1 (contiguous)")
+    return t.ptr
+
+
+def fwd_call(lib, q, k, v, o, lse, opts, group=None, layout="bhsd", stream=None, sink=None):
     """ckt_fmha_fwd on descriptions (ckt.Tensor): batch mode q / k / v / o in layout, lse [b, h, sq]
-    float32 or None; group mode (group: _Group) q [total_q, h, d], lse [h, total_q]."""
+    float32 or None; group mode (group: _Group) q [total_q, h, d], lse [h, total_q]. sink: float32
+    [h] attention sinks (one logit per query head joining each row's softmax denominator) or None."""
     _same_dtype(q, (("k", k), ("v", v), ("out", o)))
     _unit_d((("q", q), ("k", k), ("v", v), ("out", o)))
     a = lib.new_args("fwd")
@@ -231,12 +245,15 @@ def fwd_call(lib, q, k, v, o, lse, opts, group=None, layout="bhsd", stream=None)
         if lse is not None:
             a.lse, a.lse_stride_h = lse.ptr, lse.strides[0]
     opts.set(a)
+    a.sink = _check_sink(sink, a.nhead_q)
     lib.call("ckt_fmha_fwd", a, stream)
     return a
 
 
-def bwd_call(lib, q, k, v, o, do, lse, dq, dk, dv, opts, group=None, layout="bhsd", stream=None, workspace=None):
-    """ckt_fmha_bwd on descriptions: the shapes of fwd_call, do like o, dq / dk / dv like q / k / v.
+def bwd_call(lib, q, k, v, o, do, lse, dq, dk, dv, opts, group=None, layout="bhsd", stream=None, workspace=None,
+             sink=None, dsink=None):
+    """ckt_fmha_bwd on descriptions: the shapes of fwd_call, do like o, dq / dk / dv like q / k / v;
+    sink / dsink: the forward's attention sinks and their gradient (float32 [h]; dsink needs sink).
     workspace: a callable bytes -> description of device memory of that size (kept alive by the
     caller until the call's work is done)."""
     if not lib.has_bwd:
@@ -267,6 +284,8 @@ def bwd_call(lib, q, k, v, o, do, lse, dq, dk, dv, opts, group=None, layout="bhs
         a.lse_stride_h = lse.strides[0]
     opts.set(a)
     a.deterministic = 1 if opts.deterministic else 0
+    a.sink = _check_sink(sink, a.nhead_q)
+    a.dsink = _check_sink(dsink, a.nhead_q, "dsink")
     n = lib.bwd_workspace_bytes(a)
     ws = workspace(n)
     a.workspace, a.workspace_bytes = ws.ptr, n
@@ -297,20 +316,22 @@ def _autograd_function():
             the backward (ckt_fmha_bwd)."""
 
             @staticmethod
-            def forward(ctx, q, k, v, spec):
+            def forward(ctx, q, k, v, sink, spec):
                 q, k, v = _kernel_ready(q), _kernel_ready(k), _kernel_ready(v)
-                o, lse = spec.forward(q, k, v, None, None, need_lse=True)
-                ctx.save_for_backward(q, k, v, o, lse)
+                sink = sink.contiguous() if sink is not None else None
+                o, lse = spec.forward(q, k, v, None, None, need_lse=True, sink=sink)
+                ctx.save_for_backward(q, k, v, o, lse, sink)
                 ctx.spec = spec
                 ctx.mark_non_differentiable(lse)
                 return o, lse
 
             @staticmethod
             def backward(ctx, do, _dlse):
-                q, k, v, o, lse = ctx.saved_tensors
+                q, k, v, o, lse, sink = ctx.saved_tensors
                 do = torch.zeros_like(o) if do is None else _kernel_ready(do)  # only the LSE was used
-                dq, dk, dv = ctx.spec.backward(q, k, v, o, do, lse)
-                return dq, dk, dv, None
+                want_dsink = sink is not None and ctx.needs_input_grad[3]
+                dq, dk, dv, dsink = ctx.spec.backward(q, k, v, o, do, lse, sink=sink, want_dsink=want_dsink)
+                return dq, dk, dv, dsink, None
 
         _fn_cls = _Attention
     return _fn_cls
@@ -331,8 +352,9 @@ class _Spec:
         self.lib, self.opts, self.layout, self.group, self.stream = lib, opts, layout, group, stream
         self.group_objs = group_objs  # keeps the arrays behind group alive
 
-    def forward(self, q, k, v, out, lse, need_lse):
+    def forward(self, q, k, v, out, lse, need_lse, sink=None):
         qt, kt, vt = as_tensor(q, name="q"), as_tensor(k, name="k"), as_tensor(v, name="v")
+        st = as_tensor(sink, name="sink") if sink is not None else None
         if self.group is None:
             b, h, sq, d, hk, sk, dv = _check_batch(self.layout, qt, kt, vt)
             oshape = (b, sq, h, dv) if self.layout == "bshd" else (b, h, sq, dv)
@@ -347,10 +369,11 @@ class _Spec:
             lse, lt = _alloc(q, lshape, "float32", "lse")
         else:
             lt = None
-        fwd_call(self.lib, qt, kt, vt, ot, lt, self.opts, self.group, self.layout, _stream(q, self.stream))
+        fwd_call(self.lib, qt, kt, vt, ot, lt, self.opts, self.group, self.layout, _stream(q, self.stream), st)
         return out, lse
 
-    def backward(self, q, k, v, o, do, lse, dq=None, dk=None, dv=None):
+    def backward(self, q, k, v, o, do, lse, dq=None, dk=None, dv=None, sink=None, want_dsink=False, dsink=None):
+        """(dq, dk, dv, dsink): dsink (float32 [h]) when want_dsink or given, else None."""
         ts = [as_tensor(x, name=n) for x, n in ((q, "q"), (k, "k"), (v, "v"), (o, "o"), (do, "do"), (lse, "lse"))]
         grads = []
         for g, x, t, name in ((dq, q, ts[0], "dq"), (dk, k, ts[1], "dk"), (dv, v, ts[2], "dv")):
@@ -366,18 +389,26 @@ class _Spec:
             keep.append(obj)  # torch: the caching allocator keeps it for the stream's queued work
             return t
 
+        st = as_tensor(sink, name="sink") if sink is not None else None
+        dst = None
+        if dsink is not None:
+            dst = as_tensor(dsink, name="dsink")
+        elif want_dsink:
+            if sink is None:
+                raise CktError("dsink: needs sink (the forward's attention sinks)")
+            dsink, dst = _alloc(sink, st.shape, "float32", "dsink")
         bwd_call(self.lib, *ts, *(gt for _, gt in grads), self.opts, self.group, self.layout,
-                 _stream(q, self.stream), workspace)
-        return tuple(g for g, _ in grads)
+                 _stream(q, self.stream), workspace, st, dst)
+        return tuple(g for g, _ in grads) + (dsink,)
 
 
-def _run(spec, q, k, v, out, lse, return_lse):
-    if _needs_grad(q, k, v):
+def _run(spec, q, k, v, out, lse, return_lse, sink=None):
+    if _needs_grad(q, k, v, sink):
         if out is not None or lse is not None:
             raise CktError("out / lse: not with autograd (inputs that require grad)")
-        o, lse = _autograd_function().apply(q, k, v, spec)
+        o, lse = _autograd_function().apply(q, k, v, sink, spec)
     else:
-        o, lse = spec.forward(q, k, v, out, lse, need_lse=return_lse)
+        o, lse = spec.forward(q, k, v, out, lse, need_lse=return_lse, sink=sink)
     return (o, lse) if return_lse else o
 
 
@@ -385,7 +416,7 @@ def _run(spec, q, k, v, out, lse, return_lse):
 
 
 def attention(q, k, v, causal=False, window=None, softcap=0.0, scale=None, layout="bshd", deterministic=False,
-              bottom_right=False, return_lse=False, out=None, lse=None, stream=None, lib=None):
+              bottom_right=False, return_lse=False, out=None, lse=None, stream=None, lib=None, sink=None):
     """softmax(q k^T * scale) v per head, with gradients through torch.autograd for torch tensors.
 
     layout "bshd": q [b, sq, h, d], k [b, sk, h_k, d], v [b, sk, h_k, d_v] (FlashAttention's
@@ -393,21 +424,27 @@ def attention(q, k, v, causal=False, window=None, softcap=0.0, scale=None, layou
     causal: top-left aligned (SDPA's is_causal) unless bottom_right (FlashAttention's);
     window (left, right), -1 unlimited; scale None: 1/sqrt(d); softcap 0: none.
     deterministic: the backward is bitwise reproducible. return_lse: also the log-sum-exp,
-    [b, h, sq] float32 (natural log). out / lse: outputs to write (no autograd)."""
+    [b, h, sq] float32 (natural log). out / lse: outputs to write (no autograd).
+    sink: attention sinks (gpt-oss), float32 [h]: a learned logit per query head that joins every
+    row's softmax denominator (LSE = log(exp(sink) + sum exp(s))); its gradient flows through
+    autograd when it requires grad."""
     _check_layout(layout)
     spec = _Spec(lib or _lib.library(), _Opts(causal, window, bottom_right, scale, softcap, deterministic), layout,
                  stream=stream)
-    return _run(spec, q, k, v, out, lse, return_lse)
+    return _run(spec, q, k, v, out, lse, return_lse, sink)
 
 
 def attention_backward(q, k, v, o, do, lse, causal=False, window=None, softcap=0.0, scale=None, layout="bshd",
-                       deterministic=False, bottom_right=False, dq=None, dk=None, dv=None, stream=None, lib=None):
+                       deterministic=False, bottom_right=False, dq=None, dk=None, dv=None, stream=None, lib=None,
+                       sink=None, dsink=None):
     """The gradients (dq, dk, dv) of attention(..., return_lse=True), given its o, lse and the output's
-    gradient do, with the forward's options: the backward without autograd (any inputs)."""
+    gradient do, with the forward's options: the backward without autograd (any inputs). With the
+    forward's sink: (dq, dk, dv, dsink), dsink float32 [h] (written into dsink= when given)."""
     _check_layout(layout)
     spec = _Spec(lib or _lib.library(), _Opts(causal, window, bottom_right, scale, softcap, deterministic), layout,
                  stream=stream)
-    return spec.backward(q, k, v, o, do, lse, dq, dk, dv)
+    g = spec.backward(q, k, v, o, do, lse, dq, dk, dv, sink=sink, want_dsink=sink is not None, dsink=dsink)
+    return g if sink is not None else g[:3]
 
 
 def _varlen_spec(q, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_q, seqused_k, opts, stream,
@@ -422,28 +459,30 @@ def _varlen_spec(q, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, sequ
 
 def varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False, window=None, softcap=0.0,
            scale=None, deterministic=False, bottom_right=True, seqused_q=None, seqused_k=None, return_lse=False,
-           out=None, lse=None, stream=None, lib=None):
+           out=None, lse=None, stream=None, lib=None, sink=None):
     """Variable-length attention, FlashAttention's flash_attn_varlen_func convention: sequences packed
     along the first dim, q [total_q, h, d], k [total_k, h_k, d], v [total_k, h_k, d_v], output
     [total_q, h, d_v]; cu_seqlens_q / _k: int32 [batch + 1] cumulative starts, in device memory;
     max_seqlen_*: the longest sequence. seqused_q / _k (optional, int32 [batch]): logical lengths
     shorter than the packed ones. causal / window align bottom-right (per sequence) like
     FlashAttention's unless bottom_right=False. return_lse: also the LSE, [h, total_q] float32.
-    Autograd for torch tensors, like attention."""
+    Autograd for torch tensors, like attention; sink: attention sinks, like attention's."""
     opts = _Opts(causal, window, bottom_right, scale, softcap, deterministic)
     spec = _varlen_spec(q, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_q, seqused_k, opts,
                         stream, lib)
-    return _run(spec, q, k, v, out, lse, return_lse)
+    return _run(spec, q, k, v, out, lse, return_lse, sink)
 
 
 def varlen_backward(q, k, v, o, do, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False,
                     window=None, softcap=0.0, scale=None, deterministic=False, bottom_right=True, seqused_q=None,
-                    seqused_k=None, dq=None, dk=None, dv=None, stream=None, lib=None):
-    """The gradients (dq, dk, dv) of varlen(..., return_lse=True) without autograd."""
+                    seqused_k=None, dq=None, dk=None, dv=None, stream=None, lib=None, sink=None, dsink=None):
+    """The gradients (dq, dk, dv) of varlen(..., return_lse=True) without autograd; with the
+    forward's sink, (dq, dk, dv, dsink) like attention_backward."""
     opts = _Opts(causal, window, bottom_right, scale, softcap, deterministic)
     spec = _varlen_spec(q, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_q, seqused_k, opts,
                         stream, lib)
-    return spec.backward(q, k, v, o, do, lse, dq, dk, dv)
+    g = spec.backward(q, k, v, o, do, lse, dq, dk, dv, sink=sink, want_dsink=sink is not None, dsink=dsink)
+    return g if sink is not None else g[:3]
 
 
 def _float32_table(x, name):
@@ -477,7 +516,7 @@ def _lens_after(cache_seqlens, snew, like):
 
 def with_kvcache(q, k_cache, v_cache, k_new=None, v_new=None, cache_seqlens=None, rotary_cos=None, rotary_sin=None,
                  rotary_interleaved=True, cache_batch_idx=None, block_table=None, causal=False, window=None,
-                 softcap=0.0, scale=None, num_splits=0, return_lse=False, out=None, stream=None, lib=None):
+                 softcap=0.0, scale=None, num_splits=0, return_lse=False, out=None, stream=None, lib=None, sink=None):
     """Decoding with a KV cache, FlashAttention's flash_attn_with_kvcache: appends k_new / v_new to the
     cache in place (ckt_fmha_appendkv, rotating k_new and q by the rotary tables) and attends over
     each entry's first cache_seqlens[b] + s_new cache rows (ckt_fmha_fwd over the cache in place:
@@ -496,7 +535,8 @@ def with_kvcache(q, k_cache, v_cache, k_new=None, v_new=None, cache_seqlens=None
     modified (a rotated copy is used). causal and window align bottom-right. num_splits: split-KV
     (0: automatic from the device and the shape, with a workspace allocated here; 1: no split;
     n: n key ranges merged by a deterministic combine). Returns out [b, sq, h, d_v] (and lse
-    [b, h, sq] float32). cache_seqlens is not advanced: add s_new yourself.
+    [b, h, sq] float32). cache_seqlens is not advanced: add s_new yourself. sink: attention
+    sinks, float32 [h], like attention's (split-KV adds them once, in the combine).
 
     With torch tensors nothing is read back to the host (cache_seqlens stays on the device); the
     library checks what it can read and the kernels stay in bounds for the rest."""
@@ -639,6 +679,7 @@ def with_kvcache(q, k_cache, v_cache, k_new=None, v_new=None, cache_seqlens=None
     if lt is not None:
         f.lse, f.lse_stride_b, f.lse_stride_h = lt.ptr, lt.strides[0], lt.strides[1]
     _Opts(causal, window, True, scale, softcap).set(f)
+    f.sink = _check_sink(as_tensor(sink, name="sink") if sink is not None else None, h)
     if num_splits < 0:
         raise CktError(f"num_splits: {num_splits}, expected 0 (automatic), 1 (no split) or a count")
     f.num_splits = num_splits

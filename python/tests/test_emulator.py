@@ -23,8 +23,9 @@ RNG = np.random.default_rng(1234)
 # >>references (float64; bhsd)
 
 
-def ref_attention(q, k, v, causal=False, window=None, bottom_right=False, scale=None, softcap=0.0):
-    """O [b, h, sq, dv] and LSE [b, h, sq] of ckt/fmha/args.h; q [b, h, sq, d], k [b, hk, sk, d]."""
+def ref_attention(q, k, v, causal=False, window=None, bottom_right=False, scale=None, softcap=0.0, sink=None):
+    """O [b, h, sq, dv] and LSE [b, h, sq] of ckt/fmha/args.h; q [b, h, sq, d], k [b, hk, sk, d];
+    sink [h]: attention sinks joining each row's denominator."""
     q, k, v = (np.asarray(x, np.float64) for x in (q, k, v))
     b, h, sq, d = q.shape
     hk, sk = k.shape[1], k.shape[2]
@@ -46,9 +47,15 @@ def ref_attention(q, k, v, causal=False, window=None, bottom_right=False, scale=
         vis &= rel <= right
     s = np.where(vis, s, -np.inf)
     m = s.max(-1, keepdims=True, initial=-np.inf)
+    sk_ = None
+    if sink is not None:
+        sk_ = np.broadcast_to(np.asarray(sink, np.float64)[None, :, None, None], m.shape)
+        m = np.maximum(m, sk_)
     m = np.where(np.isfinite(m), m, 0.0)
     p = np.exp(s - m)
     l = p.sum(-1, keepdims=True)
+    if sk_ is not None:
+        l = l + np.exp(sk_ - m)
     o = np.where(l > 0, (p @ v) / np.where(l > 0, l, 1), 0.0)
     lse = np.where(l[..., 0] > 0, m[..., 0] + np.log(np.where(l > 0, l, 1)[..., 0]), -np.inf)
     return o, lse
@@ -255,6 +262,65 @@ class Backward(unittest.TestCase):
             r = ref_backward(as4(q), as4(k), as4(v), as4(o), as4(do), lse[None, :, s], causal=True)
             for name, got, want in zip(("dq", "dk", "dv"), (dq, dk, dv), r):
                 Close.check(self, as4(got), want, 1e-2, 2e-2, f"varlen {name} entry {i}")
+
+
+class Sink(unittest.TestCase):
+    """Attention sinks (gpt-oss): sink= on attention / varlen / with_kvcache, dsink from the backward."""
+
+    def test_forward_backward(self):
+        b, h, hk, sq, sk, d = 2, 4, 2, 19, 33, 64
+        q, k, v, do = randn(b, sq, h, d), randn(b, sk, hk, d), randn(b, sk, hk, d), randn(b, sq, h, d)
+        sink = np.array([0.5, -1.0, 2.0, 8.0], np.float32)  # 8: the sink dominates that head
+        for det in (False, True):
+            o, lse = ckt.fmha.attention(q, k, v, causal=True, bottom_right=True, return_lse=True, sink=sink)
+            ro, rlse = ref_attention(bhsd(q), bhsd(k), bhsd(v), causal=True, bottom_right=True, sink=sink)
+            Close.check(self, bhsd(o), ro, 2e-3, 1e-2, "O with sinks")
+            Close.check(self, lse, rlse, 1e-3, 1e-3, "LSE with sinks")
+            plain = ckt.fmha.attention(q, k, v, causal=True, bottom_right=True)
+            self.assertGreater(np.abs(np.asarray(plain, np.float64) - o).max(), 0.01)  # the sink matters
+            dq, dk, dv, dsink = ckt.fmha.attention_backward(q, k, v, o, do, lse, causal=True, bottom_right=True,
+                                                            deterministic=det, sink=sink)
+            rq, rk, rv = ref_backward(bhsd(q), bhsd(k), bhsd(v), bhsd(o), bhsd(do), lse, causal=True,
+                                      bottom_right=True)
+            for name, got, want in (("dq", dq, rq), ("dk", dk, rk), ("dv", dv, rv)):
+                Close.check(self, bhsd(got), want, 1e-2, 2e-2, f"{name} with sinks, deterministic={det}")
+            # dsink[h] = -sum_{b,i} exp(sink[h] - LSE) * rowsum(dO * O)
+            dd = (bhsd(do).astype(np.float64) * bhsd(o).astype(np.float64)).sum(-1)
+            want = -(np.exp(sink.astype(np.float64)[None, :, None] - lse) * dd).sum((0, 2))
+            self.assertEqual((dsink.shape, dsink.dtype), ((h,), np.float32))
+            Close.check(self, dsink, want, 1e-3, 1e-3, f"dsink, deterministic={det}")
+            self.assertGreater(np.abs(want).max(), 1e-3)
+
+    def test_varlen_and_kvcache(self):
+        lens = [7, 20]
+        cu = np.cumsum([0] + lens).astype(np.int32)
+        q, k, v = (randn(cu[-1], 2, 32) for _ in range(3))
+        sink = np.array([1.0, -0.5], np.float32)
+        o, lse = ckt.fmha.varlen(q, k, v, cu, cu, max(lens), max(lens), causal=True, return_lse=True, sink=sink)
+        for i in range(len(lens)):
+            s = slice(cu[i], cu[i + 1])
+            as4 = lambda x: np.asarray(x[s], np.float64).transpose(1, 0, 2)[None]
+            ro, rlse = ref_attention(as4(q), as4(k), as4(v), causal=True, bottom_right=True, sink=sink)
+            Close.check(self, as4(o), ro, 2e-3, 1e-2, f"varlen O with sinks, entry {i}")
+            Close.check(self, lse[None, :, s], rlse, 1e-3, 1e-3, f"varlen LSE with sinks, entry {i}")
+        b, h, hk, d, cap = 2, 4, 2, 64, 80
+        kc, vc = randn(b, cap, hk, d), randn(b, cap, hk, d)
+        qd = randn(b, 1, h, d)
+        sink4 = np.array([0.0, 1.0, -2.0, 3.0], np.float32)
+        for splits in (1, 3):
+            o = ckt.fmha.with_kvcache(qd, kc, vc, cache_seqlens=np.array([50, 80], np.int32), num_splits=splits,
+                                      sink=sink4)
+            for i, n in enumerate((50, 80)):
+                ro, _ = ref_attention(bhsd(qd[i:i + 1]), bhsd(kc[i:i + 1, :n]), bhsd(vc[i:i + 1, :n]), sink=sink4)
+                Close.check(self, bhsd(o[i:i + 1]), ro, 2e-3, 1e-2, f"with_kvcache sinks, splits {splits}, entry {i}")
+
+    def test_errors(self):
+        q = k = v = randn(1, 8, 2, 32)
+        for bad, starts in ((np.zeros(3, np.float32), "sink: shape"), (np.zeros(2, np.float16), "sink: dtype"),
+                            (np.zeros(4, np.float32)[::2], "sink: stride")):
+            with self.assertRaises(ckt.CktError) as cm:
+                ckt.fmha.attention(q, k, v, sink=bad)
+            self.assertTrue(str(cm.exception).startswith(starts), str(cm.exception))
 
 
 class Errors(unittest.TestCase):

@@ -189,6 +189,31 @@ class Torch(unittest.TestCase):
                 close(self, o[i].transpose(0, 1)[None], ro, 5e-3, 1e-2, f"paged splits {splits} O {i}")
                 self.assertEqual(tuple(lse.shape), (b, h, 1))
 
+    def test_sink_grads(self):
+        """Attention sinks: out and every gradient (dsink too) through autograd against a float32
+        reference whose softmax has the sink as an extra column (gpt-oss)."""
+        b, h, hk, sq, sk, d = 2, 4, 2, 37, 70, 64
+        q, k, v = rand(b, sq, h, d, grad=True), rand(b, sk, hk, d, grad=True), rand(b, sk, hk, d, grad=True)
+        sink = torch.tensor([0.5, -1.0, 2.0, 4.0], device=DEV, requires_grad=True)
+        o = ckt.fmha.attention(q, k, v, causal=True, bottom_right=True, sink=sink)
+        do = torch.randn_like(o)
+        o.backward(do)
+        got = [x.grad.clone() for x in (q, k, v, sink)]
+        qr, kr, vr = (x.detach().float().transpose(1, 2).requires_grad_() for x in (q, k, v))
+        sr = sink.detach().clone().requires_grad_()
+        kk, vv = kr.repeat_interleave(h // hk, 1), vr.repeat_interleave(h // hk, 1)
+        s = qr @ kk.transpose(-1, -2) / math.sqrt(d)
+        vis = torch.arange(sk, device=DEV)[None, :] - torch.arange(sq, device=DEV)[:, None] - (sk - sq) <= 0
+        s = s.masked_fill(~vis, float("-inf"))
+        s = torch.cat([s, sr[None, :, None, None].expand(b, h, sq, 1)], -1)  # the sink column
+        ro = torch.softmax(s, -1)[..., :sk] @ vv
+        ro.backward(do.float().transpose(1, 2))
+        close(self, o.transpose(1, 2), ro, 2e-3, 1e-2, "out with sinks")
+        for name, g, r in zip(("dq", "dk", "dv"), got[:3], (qr.grad, kr.grad, vr.grad)):
+            close(self, g.transpose(1, 2), r, 1e-2, 2e-2, f"{name} with sinks")
+        close(self, got[3], sr.grad, 1e-2, 1e-2, "dsink")
+        self.assertGreater(sr.grad.abs().max().item(), 1e-3)
+
     def test_errors(self):
         z = torch.zeros(1, 8, 2, 7, device=DEV, dtype=torch.float16)
         with self.assertRaises(ckt.CktError) as cm:
