@@ -522,4 +522,8 @@ static inline ckt_status CKT__FMHA_FN(_launch)(const ckt_fmha_fwd_args *a, ckt_s
 #undef CKT_FMHA_PACK_GQA
 #undef CKT__FMHA_KVC
 #undef CKT_FMHA_KV_CACHE
+#undef CKT_FMHA_WARPS /* the tuning knobs are per instance too */
+#undef CKT_FMHA_WARP_ROWS
+#undef CKT_FMHA_BLOCK_N
+#undef CKT_FMHA_S_UNROLL
 #undef CKT__FMHA_FN

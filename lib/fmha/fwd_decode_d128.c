@@ -5,19 +5,20 @@
  * dispatcher runs them for seqlen_q <= CKT_FMHA_DECODE_MAX_Q. */
 #include "lib/fmha/instances.h"
 
-#define CKT_FMHA_WARPS 1
-#define CKT_FMHA_WARP_ROWS 16
-
 #define CKT_FMHA_NAME ckt_fmha_fwd_decode_f16_d128
 #define CKT_FMHA_DTYPE CKT_F16
 #define CKT_FMHA_HDIM 128
 #define CKT_FMHA_PACK_GQA 1
+#define CKT_FMHA_WARPS 1
+#define CKT_FMHA_WARP_ROWS 16
 #include CKT_FMHA_FWD_BODY
 
 #define CKT_FMHA_NAME ckt_fmha_fwd_decode_bf16_d128
 #define CKT_FMHA_DTYPE CKT_BF16
 #define CKT_FMHA_HDIM 128
 #define CKT_FMHA_PACK_GQA 1
+#define CKT_FMHA_WARPS 1
+#define CKT_FMHA_WARP_ROWS 16
 #include CKT_FMHA_FWD_BODY
 
 #if !defined(CKT_DEVICE_PASS) /* host data: the device pass of hipcc would emit it too */
