@@ -2,7 +2,7 @@
 # Attention sinks' cost against the plain kernel (issue 12): the forward and
 # the backward examples with -sink=0 and -sink=1, alternating, same tensors
 # (same seed), one GPU. Prints per point the median ms of each and the ratio
-# sink / plain (1.00 = free). Forward points: prefill (causal) and decode
+# sink / plain (1.00 = free), as a Markdown table. Forward points: prefill (causal) and decode
 # (GQA-packed, split-KV automatic); backward: causal prefill, both modes.
 #
 #   bash bench/fmha_sink_ab.sh bazel-bin/examples/fmha_fwd/fmha_fwd_gpu bazel-bin/examples/fmha_bwd/fmha_bwd_gpu [rounds]
@@ -21,8 +21,13 @@ ab() { # name binary args...
   done
   local mp ms_
   mp=$(echo $p | tr ' ' '\n' | median); ms_=$(echo $s | tr ' ' '\n' | median)
-  printf '%-40s plain %9.4f ms  sink %9.4f ms  sink/plain %.3f\n' "$name" "$mp" "$ms_" "$(awk -v a="$ms_" -v b="$mp" 'BEGIN {print a / b}')"
+  printf '| %s | %.4f | %.4f | %.3f |\n' "$name" "$mp" "$ms_" "$(awk -v a="$ms_" -v b="$mp" 'BEGIN {print a / b}')"
 }
+# a Markdown table (docs/perf/sink_ab_*.md are this script's output)
+echo "Attention sinks against the plain kernel: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1), bf16, median of $rounds alternating runs ($(date -u +%F))"
+echo
+echo "| point | plain ms | sink ms | sink / plain |"
+echo "|---|---|---|---|"
 ab "fwd b4 h16 s4096 d128 causal" "$fwd" -b=4 -h=16 -s=4096 -d=128 -mask=b -prec=bf16 -lse=1
 ab "fwd b1 h16 s16384 d128 causal" "$fwd" -b=1 -h=16 -s=16384 -d=128 -mask=b -prec=bf16 -lse=1
 ab "fwd b4 h16 s4096 d64 causal" "$fwd" -b=4 -h=16 -s=4096 -d=64 -mask=b -prec=bf16 -lse=1
