@@ -33,9 +33,10 @@
  *       soft-cap; mask where the tile is cut            softmax.h, mask.h
  *       m_new = max(m, rowmax S); P = exp2(S f - m_new)  softmax.h (scale f folded
  *       l = l exp2(m - m_new) + rowsum P                 into the exp2's FMA)
+ *       (dropout: P o Z, Z a Philox mask)              ckt/fmha/dropout.h
  *       O = O exp2(m - m_new) + P V_j                    (rescale only when m grew)
  *   (a sink: l += exp2(sink - m), max-safe)              softmax.h (epilogue only)
- *   O /= l; LSE = m + log l; store both                  ckt/fmha/epilogue.h
+ *   O /= l (dropout: O /= 1 - p); LSE = m + log l; store both                  ckt/fmha/epilogue.h
  *
  * A block owns BM query rows of one (batch, head) and never loads key tiles
  * wholly outside the mask. A warp owns WM query rows: 32 on NVIDIA (16 for
@@ -75,6 +76,7 @@
 #endif
 
 #include "ckt/fmha/args.h"
+#include "ckt/fmha/dropout.h"
 #include "ckt/fmha/epilogue.h"
 #include "ckt/fmha/mask.h"
 #include "ckt/fmha/pack.h"
@@ -321,6 +323,10 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
         float sink2[ROWS];
         ckt_fmha_sink_rows(sink2, a.sink, h, wrow0, g, WM, lane);
         ckt_fmha_softmax_sink(inv, row_m, row_l, sink2, WM);
+    }
+    if (a.p_drop > 0.0f) { /* dropout: kept P scaled by 1 / (1 - p) once, here (split-KV: each partial) */
+        const ckt_fmha_dropout dr = ckt_fmha_dropout_of(a.p_drop, a.drop_seed, a.drop_offset, a.drop_seed_offset);
+        ckt_fmha_dropout_scale_rows(inv, &dr, WM);
     }
     if (splits > 1) { /* a partial: fp32 O and LSE into the workspace (ckt/fmha/splitkv.h) */
         const int64_t r0 = ckt_fmha_splitkv_row(t.split, b, h, 0, a.batch, a.nhead_q, a.seqlen_q);

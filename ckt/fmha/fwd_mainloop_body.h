@@ -58,6 +58,15 @@
         float corr[ROWS];
         const int grew = ckt_fmha_softmax_update(corr, s_acc, row_m, row_l, WM, BN, to_log2);
 
+        /* dropout (ckt/fmha/dropout.h): P <- P o Z after l took the whole
+         * row (uniform branch; the 1 / (1 - p) waits for the epilogue) */
+        if (a.p_drop > 0.0f) {
+            const ckt_fmha_dropout dr = ckt_fmha_dropout_of(a.p_drop, a.drop_seed, a.drop_offset, a.drop_seed_offset);
+            uint8_t *rv = a.randval ? a.randval + (int64_t)b * a.randval_stride_b + (int64_t)h * a.randval_stride_h : 0;
+            ckt_fmha_dropout_tile(s_acc, &dr, (uint32_t)b * (uint32_t)a.nhead_q + (uint32_t)h, wrow0, n0, WM, BN, lane, g,
+                                  rv, a.randval_stride_h, a.randval_stride_s, sq.sq, kv.sk);
+        }
+
         /* O = O corr (diag(exp2(m_old - m_new)) O) */
         if (CKT__FMHA_RESCALE_ALWAYS || ckt_warp_any(grew))
             ckt_fmha_rescale(o_acc, corr, WM, DV);
