@@ -147,6 +147,23 @@ CKT_INLINE CKT_HOST_DEVICE float ckt_fmha_dropout_factor(const ckt_fmha_dropout 
     return ckt_fmha_dropout_byte(d, bh, i, j) >= d->threshold ? d->scale : 0.0f;
 }
 
+/* The random bytes of keys j0 .. j1 - 1 of row i of head bh into dst[j]
+ * (dst: the row's randval), one Philox call per 16 keys. Host and device:
+ * the forward's randval kernel and the reference. */
+CKT_INLINE CKT_HOST_DEVICE void ckt_fmha_dropout_store_row(uint8_t *dst, const ckt_fmha_dropout *d, uint32_t bh,
+                                                           int i, int j0, int j1)
+{
+    for (int g = j0 >> 4; g * 16 < j1; g++) {
+        uint32_t w[4];
+        ckt_fmha_dropout_words(w, d, bh, i, g);
+        for (int k = 0; k < 16; k++) {
+            const int j = g * 16 + k;
+            if (j >= j0 && j < j1)
+                dst[j] = (uint8_t)ckt_fmha_dropout_pick(w[0], w[1], w[2], w[3], k);
+        }
+    }
+}
+
 /* >>tile: a warp's probability tile (device, targets with a warp MMA) */
 
 #if defined(CKT_HAS_MMA_SYNC) || defined(CKT_HAS_MFMA)
@@ -154,40 +171,35 @@ CKT_INLINE CKT_HOST_DEVICE float ckt_fmha_dropout_factor(const ckt_fmha_dropout 
 
 /* s[] holds P of a warp's query-major tile (ckt/fmha/softmax.h): wm tile
  * rows from row0 by bn keys from n0 (n0 and bn multiples of 16). Zeroes the
- * dropped elements (the caller scales by 1 / (1 - p) once, in the epilogue)
- * and, when randval is given, stores each element's byte there:
- * randval[(head - head0) * rv_stride_h + i * rv_stride_s + j] for i < sq,
- * j < sk. Tile row m is query m / pack of head head0 + m % pack (pack > 1:
- * GQA-packed rows, ckt/fmha/pack.h; else 1); bh0 = b * nhead_q + head0.
+ * dropped elements (the caller scales by 1 / (1 - p) once, in the epilogue).
+ * Tile row m is query m / pack of head bh0 + m % pack (pack > 1: GQA-packed
+ * rows, ckt/fmha/pack.h; else 1); bh0 = b * nhead_q + the first head.
  *
  * One Philox call per (row slot, 16 keys): a lane's columns of a 16-key
  * group are c0 + cc, c0 its first column (< 8) and cc a constant of the
  * register whose remainder mod 16 keeps c0 + cc within the group (mma.sync:
  * cc % 16 in {0, 1, 8, 9}, c0 = 2 (lane % 4); MFMA: cc % 16 in {0..3,
  * 8..11}, c0 = 4 (lane / 32)), so which registers share a call is known at
- * compile time. */
+ * compile time. (The random bytes for tests, randval, are stored by a
+ * separate kernel, ckt_fmha_dropout_store_row: stores in this loop cost the
+ * CDNA forward 40 registers even when off.) */
 CKT_INLINE CKT_DEVICE void ckt_fmha_dropout_tile(float *s, const ckt_fmha_dropout *d, uint32_t bh0, int row0, int n0,
-                                                 int wm, int bn, int lane, int pack, uint8_t *randval,
-                                                 int64_t rv_stride_h, int64_t rv_stride_s, int sq, int sk)
+                                                 int wm, int bn, int lane, int pack)
 {
     const int c0 = ckt_fmha_acc_col(0, lane, wm, bn);
     CKT_UNROLL
     for (int r = 0; r < CKT_FMHA_ROW_SLOTS(wm); r++) {
-        const int m = row0 + ckt_fmha_acc_row(r, lane), qi = m / pack, hoff = m % pack;
+        const int m = row0 + ckt_fmha_acc_row(r, lane);
         CKT_UNROLL
         for (int gq = 0; gq < bn / 16; gq++) {
             uint32_t w[4];
-            ckt_fmha_dropout_words(w, d, bh0 + (uint32_t)hoff, qi, (n0 >> 4) + gq);
+            ckt_fmha_dropout_words(w, d, bh0 + (uint32_t)(m % pack), m / pack, (n0 >> 4) + gq);
             CKT_UNROLL
             for (int i = 0; i < CKT_WARP_ACC_REGS(wm, bn); i++) {
                 const int cc = ckt_fmha_acc_col(i, 0, wm, bn);
                 if (ckt_fmha_acc_slot(i, bn) != r || cc / 16 != gq)
                     continue; /* compile-time after unrolling */
-                const int c = c0 + cc;
-                const uint32_t x = ckt_fmha_dropout_pick(w[0], w[1], w[2], w[3], c & 15);
-                if (randval && qi < sq && n0 + c < sk)
-                    randval[hoff * rv_stride_h + (int64_t)qi * rv_stride_s + n0 + c] = (uint8_t)x;
-                if (x < d->threshold)
+                if (ckt_fmha_dropout_pick(w[0], w[1], w[2], w[3], (c0 + cc) & 15) < d->threshold)
                     s[i] = 0.0f;
             }
         }

@@ -3,9 +3,11 @@
  * CKT__FMHA_KV_SRC defined (0: a contiguous tensor, 1: a paged pool), so
  * that each copy of the loop holds only its own loads: the paged gathers
  * in the loop cost the contiguous forward 2-4% on H200 (measured A/B, one
- * process). It uses the kernel's locals and #undefs CKT__FMHA_KV_SRC. */
-#ifndef CKT__FMHA_KV_SRC
-#error "ckt/fmha/fwd_mainloop_body.h: a fragment of ckt/fmha/fwd_body.h's kernel (define CKT__FMHA_KV_SRC)"
+ * process). CKT__FMHA_DROP: dropout (ckt/fmha/dropout.h) in this copy (0, 1
+ * or a runtime test), so that the plain loop holds none of its registers.
+ * It uses the kernel's locals and #undefs CKT__FMHA_KV_SRC and CKT__FMHA_DROP. */
+#if !defined(CKT__FMHA_KV_SRC) || !defined(CKT__FMHA_DROP)
+#error "ckt/fmha/fwd_mainloop_body.h: a fragment of ckt/fmha/fwd_body.h's kernel (define CKT__FMHA_KV_SRC, CKT__FMHA_DROP)"
 #endif
 
     for (int nb = 0; nb < nblocks; nb++) {
@@ -60,11 +62,9 @@
 
         /* dropout (ckt/fmha/dropout.h): P <- P o Z after l took the whole
          * row (uniform branch; the 1 / (1 - p) waits for the epilogue) */
-        if (a.p_drop > 0.0f) {
+        if (CKT__FMHA_DROP) {
             const ckt_fmha_dropout dr = ckt_fmha_dropout_of(a.p_drop, a.drop_seed, a.drop_offset, a.drop_seed_offset);
-            uint8_t *rv = a.randval ? a.randval + (int64_t)b * a.randval_stride_b + (int64_t)h * a.randval_stride_h : 0;
-            ckt_fmha_dropout_tile(s_acc, &dr, (uint32_t)b * (uint32_t)a.nhead_q + (uint32_t)h, wrow0, n0, WM, BN, lane, g,
-                                  rv, a.randval_stride_h, a.randval_stride_s, sq.sq, kv.sk);
+            ckt_fmha_dropout_tile(s_acc, &dr, (uint32_t)b * (uint32_t)a.nhead_q + (uint32_t)h, wrow0, n0, WM, BN, lane, g);
         }
 
         /* O = O corr (diag(exp2(m_old - m_new)) O) */
@@ -113,3 +113,4 @@
     }
 
 #undef CKT__FMHA_KV_SRC
+#undef CKT__FMHA_DROP
