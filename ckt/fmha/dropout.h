@@ -46,7 +46,7 @@
 #define CKT_PHILOX_M1 0xCD9E8D57u
 #define CKT_PHILOX_W0 0x9E3779B9u /* the key schedule's Weyl increments: golden ratio, sqrt(3) - 1 */
 #define CKT_PHILOX_W1 0xBB67AE85u
-#define CKT_PHILOX_ROUNDS 10
+#define CKT_PHILOX_ROUNDS 10 /* (ckt_philox4x32_10 writes them out) */
 
 /* One round: (c0, c1, c2, c3) <- (hi(M1 c2) ^ c1 ^ k0, lo(M1 c2), hi(M0 c0) ^ c3 ^ k1, lo(M0 c0)). */
 CKT_INLINE CKT_HOST_DEVICE void ckt__philox_round(uint32_t *c, uint32_t k0, uint32_t k1)
@@ -69,14 +69,19 @@ CKT_INLINE CKT_HOST_DEVICE void ckt_philox4x32_10(uint32_t *out, uint32_t c0, ui
     out[1] = c1;
     out[2] = c2;
     out[3] = c3;
-    CKT_UNROLL
-    for (int r = 0; r < CKT_PHILOX_ROUNDS; r++) {
-        if (r > 0) { /* the key bumps between rounds */
-            k0 += CKT_PHILOX_W0;
-            k1 += CKT_PHILOX_W1;
-        }
-        ckt__philox_round(out, k0, k1);
-    }
+    /* CKT_PHILOX_ROUNDS rounds, the key bumped between them; written out
+     * (a host-device function: no unroll pragma, which the host compiler
+     * of nvcc would warn about) */
+    ckt__philox_round(out, k0, k1);
+    ckt__philox_round(out, k0 + 1u * CKT_PHILOX_W0, k1 + 1u * CKT_PHILOX_W1);
+    ckt__philox_round(out, k0 + 2u * CKT_PHILOX_W0, k1 + 2u * CKT_PHILOX_W1);
+    ckt__philox_round(out, k0 + 3u * CKT_PHILOX_W0, k1 + 3u * CKT_PHILOX_W1);
+    ckt__philox_round(out, k0 + 4u * CKT_PHILOX_W0, k1 + 4u * CKT_PHILOX_W1);
+    ckt__philox_round(out, k0 + 5u * CKT_PHILOX_W0, k1 + 5u * CKT_PHILOX_W1);
+    ckt__philox_round(out, k0 + 6u * CKT_PHILOX_W0, k1 + 6u * CKT_PHILOX_W1);
+    ckt__philox_round(out, k0 + 7u * CKT_PHILOX_W0, k1 + 7u * CKT_PHILOX_W1);
+    ckt__philox_round(out, k0 + 8u * CKT_PHILOX_W0, k1 + 8u * CKT_PHILOX_W1);
+    ckt__philox_round(out, k0 + 9u * CKT_PHILOX_W0, k1 + 9u * CKT_PHILOX_W1);
 }
 
 /* >>keep: the parameters of one call */

@@ -175,6 +175,9 @@ static inline ckt_status ckt__ref_fmha_check(const ckt_fmha_fwd_args *h, const f
                          h->nhead_q, h->nhead_k);
     if ((unsigned)h->mask > (unsigned)CKT_MASK_WINDOW_BOTTOM_RIGHT)
         return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "ckt_ref_fmha_fwd: mask %d", (int)h->mask);
+    if (!(h->p_drop >= 0.0f && h->p_drop < 1.0f))
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "ckt_ref_fmha_fwd: p_drop: %g (must be in [0, 1))",
+                         (double)h->p_drop);
     if (ckt_fmha_fwd_is_empty(h))
         return CKT_SUCCESS;
     if (!o_ref || !h->q || (h->seqlen_k > 0 && (!h->k || !h->v)))

@@ -321,6 +321,9 @@ static inline ckt_status ckt__ref_fmha_bwd_check_shape(const ckt_fmha_bwd_args *
                          (double)h->softcap);
     if ((unsigned)h->mask > (unsigned)CKT_MASK_WINDOW_BOTTOM_RIGHT)
         return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "%s: mask: %d is not a ckt_fmha_mask", fn, (int)h->mask);
+    if (!(h->p_drop >= 0.0f && h->p_drop < 1.0f))
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "%s: p_drop: %g (must be in [0, 1); 0 = no dropout)", fn,
+                         (double)h->p_drop);
     if (ckt__ref_fmha_bwd_is_empty(h))
         return CKT_SUCCESS;
     CKT__FMHA_TRY(ckt__ref_fmha_bwd_check_strides(h, fn));

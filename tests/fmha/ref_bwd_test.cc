@@ -640,6 +640,11 @@ TEST(RefBwd, DropoutGradientsMatchCentralDifferences)
             EXPECT_LE(w.ratio, 1.0) << name << " " << Describe("dQ dK dV" + 3 * t, w);
             EXPECT_GT(w.max_grad, kMinGrad) << name << ": the check needs non-trivial gradients";
         }
+        // p_drop outside [0, 1): an error naming it
+        Problem bad(CaseNamed(name), 13);
+        bad.a.p_drop = 1.0f;
+        EXPECT_EQ(bad.Run(), CKT_ERROR_INVALID_ARGUMENT);
+        EXPECT_NE(std::string(ckt_last_error()).find("p_drop: 1"), std::string::npos) << ckt_last_error();
         // the same gradients computed without the mask are far off (dV at least)
         Problem q(CaseNamed(name), 13);
         q.o = p.o;
