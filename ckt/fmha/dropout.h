@@ -211,6 +211,39 @@ CKT_INLINE CKT_DEVICE void ckt_fmha_dropout_tile(float *s, const ckt_fmha_dropou
     }
 }
 
+#if defined(CKT_HAS_MMA_SYNC)
+/* The same mask on P once packed to 16-bit pairs for the second MMA
+ * (ckt_warp_acc_to_a: pf[q] holds accumulator registers 2q, the low half,
+ * and 2q + 1, the high half: one row, columns c and c + 1, bytes k and k + 1
+ * of one Philox word). There the fp32 tile is dead: 32 fewer live registers
+ * than ckt_fmha_dropout_tile on s[] needs, which spilled the d128 forward on
+ * sm_90 (at 255). Zeroed halves are +0 in fp16 and bf16. */
+CKT_INLINE CKT_DEVICE void ckt_fmha_dropout_tile_packed(uint32_t *pf, const ckt_fmha_dropout *d, uint32_t bh0,
+                                                        int row0, int n0, int wm, int bn, int lane, int pack)
+{
+    const int c0 = ckt_fmha_acc_col(0, lane, wm, bn);
+    CKT_UNROLL_BY(1) /* one row slot at a time: unrolled, the Philox chains overlapped and spilled */
+    for (int r = 0; r < CKT_FMHA_ROW_SLOTS(wm); r++) {
+        const int m = row0 + ckt_fmha_acc_row(r, lane);
+        CKT_UNROLL
+        for (int gq = 0; gq < bn / 16; gq++) {
+            uint32_t w[4];
+            ckt_fmha_dropout_words(w, d, bh0 + (uint32_t)(m % pack), m / pack, (n0 >> 4) + gq);
+            CKT_UNROLL
+            for (int q = 0; q < CKT_WARP_ACC_REGS(wm, bn) / 2; q++) {
+                const int cc = ckt_fmha_acc_col(2 * q, 0, wm, bn);
+                if (ckt_fmha_acc_slot(2 * q, bn) != r || cc / 16 != gq)
+                    continue; /* compile-time after unrolling */
+                const int k = (c0 + cc) & 15; /* even: k + 1 is the next byte of the same word */
+                const uint32_t lo = ckt_fmha_dropout_pick(w[0], w[1], w[2], w[3], k);
+                const uint32_t hi = ckt_fmha_dropout_pick(w[0], w[1], w[2], w[3], k + 1);
+                pf[q] &= (lo >= d->threshold ? 0x0000ffffu : 0u) | (hi >= d->threshold ? 0xffff0000u : 0u);
+            }
+        }
+    }
+}
+#endif
+
 /* o-scale factors inv[r] *= 1 / (1 - p) (the epilogue's 1 / l of each row slot). */
 CKT_INLINE CKT_DEVICE void ckt_fmha_dropout_scale_rows(float *inv, const ckt_fmha_dropout *d, int wm)
 {
