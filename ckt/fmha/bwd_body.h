@@ -608,12 +608,24 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
                         ckt_fmha_dropout_of(a.p_drop, a.drop_seed, a.drop_offset, a.drop_seed_offset);
                     const uint32_t bh = (uint32_t)b * (uint32_t)a.nhead_q + (uint32_t)h;
                     const float inv_cap2 = cap > 0.0f ? 1.0f / (cap * cap) : 0.0f;
+                    /* the keep bits of the lane's elements first, one Philox chain at a time (a
+                     * rolled loop: unrolled, 32 chains overlapped and spilled on sm_90) */
+                    CKT_STATIC_ASSERT(CKT_WARP_ACC_REGS(SWM, SWN) <= 64,
+                                      "dropout's keep bits of a lane's S^T tile must fit 64 (fewer rows or more warps)");
+                    uint64_t keep = 0;
+                    CKT_UNROLL_BY(1)
+                    for (int i = 0; i < CKT_WARP_ACC_REGS(SWM, SWN); i++) {
+                        int r, c;
+                        ckt_warp_acc_coord(&r, &c, i, lane, SWM, SWN);
+                        keep |= (uint64_t)(ckt_fmha_dropout_byte(&dr, bh, q0 + sw_n + c, n0 + sw_m + r) >= dr.threshold)
+                                << i;
+                    }
                     CKT_UNROLL
                     for (int i = 0; i < CKT_WARP_ACC_REGS(SWM, SWN); i++) {
                         int r, c;
                         ckt_warp_acc_coord(&r, &c, i, lane, SWM, SWN);
                         const float x = s_acc[i], pv = ckt_exp2f_fast(fmaf(x, to_log2, -rows[sw_n + c]));
-                        const float z = ckt_fmha_dropout_factor(&dr, bh, q0 + sw_n + c, n0 + sw_m + r);
+                        const float z = (keep >> i) & 1u ? dr.scale : 0.0f;
                         s_acc[i] = pv * z;
                         dp_acc[i] = pv * fmaf(dp_acc[i], z, -rows[BM + sw_n + c]) * fmaf(-x * x, inv_cap2, 1.0f);
                     }
