@@ -136,6 +136,25 @@ typedef struct ckt_fmha_fwd_args {
      * A row with no visible key gets O = 0, LSE = sink[h]. Split-KV adds it
      * once, in the combine. */
     const float *sink; /* optional, device, [nhead_q] fp32: per-head sink logits (gpt-oss); NULL: none */
+
+    /* >>dropout (ckt/fmha/dropout.h): on the probabilities, FlashAttention's
+     *   O = (P o Z / (1 - p_drop)) V,   LSE unaffected,
+     * Z_ij = 0 with probability p_drop (quantized to 1/256), a pure function
+     * of (seed, offset, b, h, i, j) by Philox4x32-10: logical coordinates
+     * (group mode: the entry and the row within it; GQA: the query head), so
+     * the backward (ckt_fmha_bwd_args, the same three values) regenerates the
+     * mask. p_drop 0: off; outside [0, 1): an error naming p_drop. Every path
+     * takes it: batch / group mode, masks, GQA, split-KV, paged, decode. */
+    float p_drop;
+    uint64_t drop_seed, drop_offset;
+    const uint64_t *drop_seed_offset; /* optional, device, {seed, offset}: read by the kernel instead (graphs) */
+    /* optional, device, for tests: the random byte of each element (dropped
+     * when < ckt_fmha_dropout_threshold(p_drop)), written at
+     *   randval[b * randval_stride_b + h * randval_stride_h + i * randval_stride_s + j]
+     * (i, j within the entry in group mode too) wherever the kernel computes
+     * P: at least every (i, j) the mask lets query i see; the rest untouched. */
+    uint8_t *randval;
+    int64_t randval_stride_b, randval_stride_h, randval_stride_s;
 } ckt_fmha_fwd_args;
 
 /* >>backward: ckt_fmha_bwd_args
@@ -205,6 +224,14 @@ typedef struct ckt_fmha_bwd_args {
      * in a fixed order (bitwise reproducible in either mode). */
     const float *sink; /* optional, device, [nhead_q] fp32; NULL: none */
     float *dsink;      /* [nhead_q] fp32, written (not accumulated); NULL: not wanted (needs sink) */
+
+    /* >>dropout: the forward's (ckt_fmha_fwd_args, same meaning), so that
+     * the same mask Z is regenerated:
+     *   dV = (P o Z / (1 - p))^T dO,  dS = P o (Z / (1 - p) o (dO V^T) - D)
+     * (D = rowsum(dO o O) as always: docs/fmha_bwd.md). */
+    float p_drop;
+    uint64_t drop_seed, drop_offset;
+    const uint64_t *drop_seed_offset; /* optional, device, {seed, offset}: read by the kernel instead (graphs) */
 } ckt_fmha_bwd_args;
 
 /* >>append-KV: ckt_fmha_appendkv_args (kernel: ckt/fmha/appendkv_body.h)

@@ -27,6 +27,8 @@
  *                    P^T  = exp2(S^T * log2e*scale - LSE*log2e)   (0 where masked)
  *                    dP^T = V dO^T
  *                    dS^T = P^T * (dP^T - D)   (* (1 - tanh^2) with a soft-cap)
+ *                    (dropout: dS^T = P^T * (Z^T / (1-p) * dP^T - D), P^T <- P^T Z^T / (1-p)
+ *                    for dV: the forward's mask Z regenerated, ckt/fmha/dropout.h)
  *                    dV  += P^T dO,  dK += dS^T Q,  dQ_acc += dS K
  *                  P^T and dS^T go through shared memory (each product has
  *                  its own warp layout). dK is scaled once at the end.
@@ -54,6 +56,7 @@
 #endif
 
 #include "ckt/fmha/args.h"
+#include "ckt/fmha/dropout.h"
 #include "ckt/fmha/mask.h"
 #include "ckt/fmha/seqlen.h"
 #include "ckt/fmha/softmax.h"
@@ -599,7 +602,34 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
                 /* S <- cap tanh(S scale / cap) with a soft-cap (ckt/fmha/softmax.h, the
                  * forward's); to_log2 takes S to the log2 domain */
                 const float to_log2 = ckt_fmha_softcap(s_acc, CKT_WARP_ACC_REGS(SWM, SWN), scale, cap);
-                if (cap > 0.0f) { /* tanh' = 1 - (S / cap)^2 (uniform branch) */
+                if (a.p_drop > 0.0f) { /* dropout (ckt/fmha/dropout.h), uniform branch: the forward's mask Z
+                                        * regenerated; dV takes P o Z / (1 - p), dS = P (Z / (1 - p) dP - D) (* tanh') */
+                    const ckt_fmha_dropout dr =
+                        ckt_fmha_dropout_of(a.p_drop, a.drop_seed, a.drop_offset, a.drop_seed_offset);
+                    const uint32_t bh = (uint32_t)b * (uint32_t)a.nhead_q + (uint32_t)h;
+                    const float inv_cap2 = cap > 0.0f ? 1.0f / (cap * cap) : 0.0f;
+                    /* the keep bits of the lane's elements first, one Philox chain at a time (a
+                     * rolled loop: unrolled, 32 chains overlapped and spilled on sm_90) */
+                    CKT_STATIC_ASSERT(CKT_WARP_ACC_REGS(SWM, SWN) <= 64,
+                                      "dropout's keep bits of a lane's S^T tile must fit 64 (fewer rows or more warps)");
+                    uint64_t keep = 0;
+                    CKT_UNROLL_BY(1)
+                    for (int i = 0; i < CKT_WARP_ACC_REGS(SWM, SWN); i++) {
+                        int r, c;
+                        ckt_warp_acc_coord(&r, &c, i, lane, SWM, SWN);
+                        keep |= (uint64_t)(ckt_fmha_dropout_byte(&dr, bh, q0 + sw_n + c, n0 + sw_m + r) >= dr.threshold)
+                                << i;
+                    }
+                    CKT_UNROLL
+                    for (int i = 0; i < CKT_WARP_ACC_REGS(SWM, SWN); i++) {
+                        int r, c;
+                        ckt_warp_acc_coord(&r, &c, i, lane, SWM, SWN);
+                        const float x = s_acc[i], pv = ckt_exp2f_fast(fmaf(x, to_log2, -rows[sw_n + c]));
+                        const float z = (keep >> i) & 1u ? dr.scale : 0.0f;
+                        s_acc[i] = pv * z;
+                        dp_acc[i] = pv * fmaf(dp_acc[i], z, -rows[BM + sw_n + c]) * fmaf(-x * x, inv_cap2, 1.0f);
+                    }
+                } else if (cap > 0.0f) { /* tanh' = 1 - (S / cap)^2 (uniform branch) */
                     const float inv_cap2 = 1.0f / (cap * cap);
                     CKT_UNROLL
                     for (int i = 0; i < CKT_WARP_ACC_REGS(SWM, SWN); i++) {

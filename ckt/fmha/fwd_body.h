@@ -15,7 +15,8 @@
  *   int        my_attn_d128_bf16_block_m, my_attn_d128_bf16_block_n   (the tile, enum constants)
  * Optional: CKT_FMHA_KV_CACHE 0 compiles the instance without the KV cache
  * (plain tensors only, 2% faster on H200; fits() declines cache calls).
- * and the kernels my_attn_d128_bf16_kernel and _combine_kernel (split-KV),
+ * and the kernels my_attn_d128_bf16_kernel, _combine_kernel (split-KV) and
+ * _randval_kernel (dropout's random bytes, for tests),
  * then #undefs the parameters, so a
  * translation unit may include the body again for another instance. Head dims
  * below the instance's (multiples of 8) run with zero padding. Everything else
@@ -33,9 +34,10 @@
  *       soft-cap; mask where the tile is cut            softmax.h, mask.h
  *       m_new = max(m, rowmax S); P = exp2(S f - m_new)  softmax.h (scale f folded
  *       l = l exp2(m - m_new) + rowsum P                 into the exp2's FMA)
+ *       (dropout: P o Z, Z a Philox mask)              ckt/fmha/dropout.h
  *       O = O exp2(m - m_new) + P V_j                    (rescale only when m grew)
  *   (a sink: l += exp2(sink - m), max-safe)              softmax.h (epilogue only)
- *   O /= l; LSE = m + log l; store both                  ckt/fmha/epilogue.h
+ *   O /= l (dropout: O /= 1 - p); LSE = m + log l; store both                  ckt/fmha/epilogue.h
  *
  * A block owns BM query rows of one (batch, head) and never loads key tiles
  * wholly outside the mask. A warp owns WM query rows: 32 on NVIDIA (16 for
@@ -75,6 +77,7 @@
 #endif
 
 #include "ckt/fmha/args.h"
+#include "ckt/fmha/dropout.h"
 #include "ckt/fmha/epilogue.h"
 #include "ckt/fmha/mask.h"
 #include "ckt/fmha/pack.h"
@@ -302,12 +305,19 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
         o_acc[i] = 0.0f;
     ckt_fmha_softmax_init(row_m, row_l, WM);
 
-    /* >>the key loop (ckt/fmha/fwd_mainloop_body.h), one copy per K/V source */
-    if (!kv.ids) {
+    /* >>the key loop (ckt/fmha/fwd_mainloop_body.h), one copy per K/V source
+     * (and for the contiguous one, with and without dropout) */
+    if (!kv.ids && !(a.p_drop > 0.0f)) {
 #define CKT__FMHA_KV_SRC 0
+#define CKT__FMHA_DROP 0
+#include "ckt/fmha/fwd_mainloop_body.h"
+    } else if (!kv.ids) { /* dropout: its own copy, so that the plain loop keeps its registers */
+#define CKT__FMHA_KV_SRC 0
+#define CKT__FMHA_DROP 1
 #include "ckt/fmha/fwd_mainloop_body.h"
     } else {
 #define CKT__FMHA_KV_SRC 1
+#define CKT__FMHA_DROP (a.p_drop > 0.0f)
 #include "ckt/fmha/fwd_mainloop_body.h"
     }
     ckt_cp_async_wait_all(); /* nothing may stay in flight past the block's end */
@@ -321,6 +331,10 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
         float sink2[ROWS];
         ckt_fmha_sink_rows(sink2, a.sink, h, wrow0, g, WM, lane);
         ckt_fmha_softmax_sink(inv, row_m, row_l, sink2, WM);
+    }
+    if (a.p_drop > 0.0f) { /* dropout: kept P scaled by 1 / (1 - p) once, here (split-KV: each partial) */
+        const ckt_fmha_dropout dr = ckt_fmha_dropout_of(a.p_drop, a.drop_seed, a.drop_offset, a.drop_seed_offset);
+        ckt_fmha_dropout_scale_rows(inv, &dr, WM);
     }
     if (splits > 1) { /* a partial: fp32 O and LSE into the workspace (ckt/fmha/splitkv.h) */
         const int64_t r0 = ckt_fmha_splitkv_row(t.split, b, h, 0, a.batch, a.nhead_q, a.seqlen_q);
@@ -376,6 +390,27 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_combine_kernel), ckt_fmha_fwd_args, a, CKT__FMHA
     const float sink = a.sink ? a.sink[h] : -INFINITY; /* the partials have none: added once, here */
     ckt_fmha_splitkv_combine_row(out, lse, (const float *)a.workspace, o_acc, split_rows, row, valid, a.num_splits,
                                  a.hdim_v, sink, t, w, w + CKT_FMHA_MAX_SPLITS, CKT__FMHA_BF16);
+}
+
+/* >>device: dropout's random bytes for tests (ckt_fmha_fwd_args.randval):
+ * one thread a query row of (b, h), every key of the entry, the same Philox
+ * calls as the key loop's mask (ckt/fmha/dropout.h); launched after it when
+ * randval is given, so that the loop holds no store of its own */
+#define CKT__FMHA_RANDVAL_THREADS 64
+CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_randval_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_RANDVAL_THREADS)
+{
+    const int b = (int)ckt_block_idx_z(), h = (int)ckt_block_idx_y();
+    const int i = (int)(ckt_block_idx_x() * CKT__FMHA_RANDVAL_THREADS + ckt_thread_idx_x());
+    const ckt_fmha_seq sq = ckt_fmha_seq_resolve(a.group_mode, a.seqstart_q, a.seqstart_k, a.seqlen_q_ptr,
+                                                 a.seqlen_k_ptr, a.seqlen_q, a.seqlen_k, b);
+    if (i >= sq.sq)
+        return;
+    const ckt_fmha_paging pg = CKT_FMHA_PAGING(a);
+    const int sk = CKT__FMHA_KVC ? ckt_fmha_kv_resolve(&pg, sq.sk, b).sk : sq.sk; /* the entry's keys */
+    const ckt_fmha_dropout dr = ckt_fmha_dropout_of(a.p_drop, a.drop_seed, a.drop_offset, a.drop_seed_offset);
+    /* randval[b][h][i][:] */
+    uint8_t *row = a.randval + (int64_t)b * a.randval_stride_b + (int64_t)h * a.randval_stride_h + (int64_t)i * a.randval_stride_s;
+    ckt_fmha_dropout_store_row(row, &dr, (uint32_t)b * (uint32_t)a.nhead_q + (uint32_t)h, i, 0, sk);
 }
 
 #endif /* CKT_HAS_MMA_SYNC || CKT_HAS_MFMA */
@@ -481,6 +516,11 @@ static inline ckt_status CKT__FMHA_FN(_launch)(const ckt_fmha_fwd_args *a, ckt_s
                        ckt_fmha_fwd_grid(a->batch, CKT__FMHA_FN(_grid_heads)(a), CKT__FMHA_FN(_grid_rows)(a), CKT__FMHA_BM,
                                          k.num_splits),
                        ckt_dim3_make(CKT__FMHA_THREADS, 1, 1), CKT__FMHA_SMEM_BYTES, stream, &k);
+    if (st == CKT_SUCCESS && a->randval && a->p_drop > 0.0f) /* dropout's random bytes, for tests */
+        st = ckt_rt_launch(CKT_KERNEL_REF(CKT__FMHA_FN(_randval_kernel)),
+                           ckt_dim3_make((unsigned)CKT_CEIL_DIV(a->seqlen_q, CKT__FMHA_RANDVAL_THREADS),
+                                         (unsigned)a->nhead_q, (unsigned)a->batch),
+                           ckt_dim3_make(CKT__FMHA_RANDVAL_THREADS, 1, 1), 0, stream, &k);
     if (st != CKT_SUCCESS || k.num_splits <= 1)
         return st;
     return ckt_rt_launch(CKT_KERNEL_REF(CKT__FMHA_FN(_combine_kernel)),
@@ -516,6 +556,7 @@ static inline ckt_status CKT__FMHA_FN(_launch)(const ckt_fmha_fwd_args *a, ckt_s
 #undef CKT__FMHA_RESCALE_ALWAYS
 #undef CKT__FMHA_COMBINE_THREADS
 #undef CKT__FMHA_COMBINE_ROWS
+#undef CKT__FMHA_RANDVAL_THREADS
 #undef CKT__FMHA_BLOCKS_PER_MP
 #undef CKT__FMHA_SMEM_PER_MP
 #undef CKT__FMHA_PACK

@@ -3,9 +3,11 @@
  * CKT__FMHA_KV_SRC defined (0: a contiguous tensor, 1: a paged pool), so
  * that each copy of the loop holds only its own loads: the paged gathers
  * in the loop cost the contiguous forward 2-4% on H200 (measured A/B, one
- * process). It uses the kernel's locals and #undefs CKT__FMHA_KV_SRC. */
-#ifndef CKT__FMHA_KV_SRC
-#error "ckt/fmha/fwd_mainloop_body.h: a fragment of ckt/fmha/fwd_body.h's kernel (define CKT__FMHA_KV_SRC)"
+ * process). CKT__FMHA_DROP: dropout (ckt/fmha/dropout.h) in this copy (0, 1
+ * or a runtime test), so that the plain loop holds none of its registers.
+ * It uses the kernel's locals and #undefs CKT__FMHA_KV_SRC and CKT__FMHA_DROP. */
+#if !defined(CKT__FMHA_KV_SRC) || !defined(CKT__FMHA_DROP)
+#error "ckt/fmha/fwd_mainloop_body.h: a fragment of ckt/fmha/fwd_body.h's kernel (define CKT__FMHA_KV_SRC, CKT__FMHA_DROP)"
 #endif
 
     for (int nb = 0; nb < nblocks; nb++) {
@@ -58,6 +60,16 @@
         float corr[ROWS];
         const int grew = ckt_fmha_softmax_update(corr, s_acc, row_m, row_l, WM, BN, to_log2);
 
+        /* dropout (ckt/fmha/dropout.h): P <- P o Z after l took the whole
+         * row (the 1 / (1 - p) waits for the epilogue); on CDNA here, on
+         * mma.sync once P is packed (below) */
+#if defined(CKT_HAS_MFMA)
+        if (CKT__FMHA_DROP) {
+            const ckt_fmha_dropout dr = ckt_fmha_dropout_of(a.p_drop, a.drop_seed, a.drop_offset, a.drop_seed_offset);
+            ckt_fmha_dropout_tile(s_acc, &dr, (uint32_t)b * (uint32_t)a.nhead_q + (uint32_t)h, wrow0, n0, WM, BN, lane, g);
+        }
+#endif
+
         /* O = O corr (diag(exp2(m_old - m_new)) O) */
         if (CKT__FMHA_RESCALE_ALWAYS || ckt_warp_any(grew))
             ckt_fmha_rescale(o_acc, corr, WM, DV);
@@ -67,6 +79,11 @@
         /* P's registers become A fragments without leaving the lane */
         uint32_t pf[CKT_WARP_A_REGS(WM, BN)];
         ckt_warp_acc_to_a(pf, s_acc, WM, BN, CKT__FMHA_BF16);
+        if (CKT__FMHA_DROP) { /* dropout on the packed P: the fp32 tile is dead, 32 registers free */
+            const ckt_fmha_dropout dr = ckt_fmha_dropout_of(a.p_drop, a.drop_seed, a.drop_offset, a.drop_seed_offset);
+            ckt_fmha_dropout_tile_packed(pf, &dr, (uint32_t)b * (uint32_t)a.nhead_q + (uint32_t)h, wrow0, n0, WM, BN,
+                                         lane, g);
+        }
         CKT_UNROLL
         for (int kk = 0; kk < BN; kk += 16) {
             uint32_t vf[CKT_WARP_B_REGS(16, DV)], pk[CKT_WARP_A_REGS(WM, 16)];
@@ -104,3 +121,4 @@
     }
 
 #undef CKT__FMHA_KV_SRC
+#undef CKT__FMHA_DROP

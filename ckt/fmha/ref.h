@@ -29,11 +29,16 @@
  * With sink (a host array of nhead_q logits in the view): the softmax's
  * denominator and LSE add exp(sink[h]) (no value), so such a row gets O = 0
  * and LSE = sink[h].
+ * With p_drop > 0 (ckt/fmha/dropout.h, the kernels' own functions): O =
+ * sum_j softmax(s)_j Z_ij / (1 - p) V_j, LSE unchanged; when the view's
+ * randval (host memory) is set, the byte of every visible (i, j) is stored
+ * there in the kernel's layout (randval_stride_*; i, j within the entry).
  */
 #ifndef CKT_FMHA_REF_H
 #define CKT_FMHA_REF_H
 
 #include "ckt/fmha/args.h"
+#include "ckt/fmha/dropout.h"
 #include "ckt/fmha/mask.h"
 #include "ckt/fmha/page.h"
 #include "ckt/fmha/seqlen.h"
@@ -170,6 +175,9 @@ static inline ckt_status ckt__ref_fmha_check(const ckt_fmha_fwd_args *h, const f
                          h->nhead_q, h->nhead_k);
     if ((unsigned)h->mask > (unsigned)CKT_MASK_WINDOW_BOTTOM_RIGHT)
         return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "ckt_ref_fmha_fwd: mask %d", (int)h->mask);
+    if (!(h->p_drop >= 0.0f && h->p_drop < 1.0f))
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "ckt_ref_fmha_fwd: p_drop: %g (must be in [0, 1))",
+                         (double)h->p_drop);
     if (ckt_fmha_fwd_is_empty(h))
         return CKT_SUCCESS;
     if (!o_ref || !h->q || (h->seqlen_k > 0 && (!h->k || !h->v)))
@@ -212,6 +220,8 @@ static inline ckt_status ckt_ref_fmha_fwd(const ckt_fmha_fwd_args *h, float *o_r
         return ckt__fail(CKT_ERROR_OUT_OF_MEMORY, "ckt_ref_fmha_fwd: scratch for %d keys", max_sk);
     }
     double *qrow = s + max_sk, *orow = qrow + dq;
+    const int drop = h->p_drop > 0.0f;
+    const ckt_fmha_dropout dr = ckt_fmha_dropout_of(h->p_drop, h->drop_seed, h->drop_offset, h->drop_seed_offset);
     for (int b = 0; b < h->batch; b++) {
         const ckt_fmha_entry e = ckt_fmha_fwd_entry(h, b);
         for (int hk = 0; hk < h->nhead_k; hk++) {
@@ -250,10 +260,18 @@ static inline ckt_status ckt_ref_fmha_fwd(const ckt_fmha_fwd_args *h, float *o_r
                     for (int d = 0; d < dv; d++)
                         orow[d] = 0.0;
                     double sum = sink == -INFINITY ? 0.0 : exp(sink - mx);
+                    const uint32_t bh = (uint32_t)b * (uint32_t)h->nhead_q + (uint32_t)head;
                     for (int64_t j = lo; j < hi; j++) {
-                        const double p = exp(s[j] - mx);
+                        double p = exp(s[j] - mx);
                         const float *vr = vf + j * dv;
-                        sum += p;
+                        sum += p; /* the denominator takes every visible key */
+                        if (drop) { /* P_ij Z_ij / (1 - p_drop); the byte into randval */
+                            const uint32_t x = ckt_fmha_dropout_byte(&dr, bh, (int)i, (int)j);
+                            if (h->randval)
+                                h->randval[(int64_t)b * h->randval_stride_b + (int64_t)head * h->randval_stride_h +
+                                           i * h->randval_stride_s + j] = (uint8_t)x;
+                            p = x >= dr.threshold ? p * (double)dr.scale : 0.0;
+                        }
                         for (int d = 0; d < dv; d++)
                             orow[d] += p * (double)vr[d];
                     }

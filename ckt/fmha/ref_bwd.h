@@ -33,7 +33,9 @@
  *   dV[b][hk][j] = sum_h sum_i P_ij dO[b][h][i]
  *   dK[b][hk][j] = scale * sum_h sum_i dS_ij Q[b][h][i]
  *   dQ[b][h][i]  = scale * sum_j dS_ij K[b][hk][j]
- * computed in double, written as fp32.
+ * computed in double, written as fp32. With dropout (p_drop > 0; Z_ij the
+ * forward's keep mask, ckt/fmha/dropout.h, zs_ij = Z_ij / (1 - p)):
+ *   dS_ij = P_ij (zs_ij dP_ij - D_i) * dS/dx,   dV[j] = sum P_ij zs_ij dO[i]
  *
  * Output layout: dq_ref / dk_ref / dv_ref are fp32 at the same element
  * offsets as the kernel's dq / dk / dv (dq_stride_*, dk_stride_*,
@@ -47,13 +49,13 @@
  * their own gradient is ckt_ref_fmha_bwd_dsink (below).
  *
  * Nothing to do (success, nothing written): batch = 0, nhead_q = 0, or
- * seqlen_q = seqlen_k = 0. Limitations: no dropout, no bias (the args have
- * neither); O(sq * sk * (hdim_q + hdim_v)) per head, for tests, not speed.
+ * seqlen_q = seqlen_k = 0. Limitations: no bias (the args have none); O(sq * sk * (hdim_q + hdim_v)) per head, for tests, not speed.
  */
 #ifndef CKT_FMHA_REF_BWD_H
 #define CKT_FMHA_REF_BWD_H
 
 #include "ckt/fmha/args.h"
+#include "ckt/fmha/dropout.h"
 #include "ckt/fmha/mask.h"
 #include "ckt/fmha/seqlen.h"
 #include "ckt/fmha/validate.h" /* ckt_fmha_fwd_check_seqs: the group arrays */
@@ -319,6 +321,9 @@ static inline ckt_status ckt__ref_fmha_bwd_check_shape(const ckt_fmha_bwd_args *
                          (double)h->softcap);
     if ((unsigned)h->mask > (unsigned)CKT_MASK_WINDOW_BOTTOM_RIGHT)
         return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "%s: mask: %d is not a ckt_fmha_mask", fn, (int)h->mask);
+    if (!(h->p_drop >= 0.0f && h->p_drop < 1.0f))
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "%s: p_drop: %g (must be in [0, 1); 0 = no dropout)", fn,
+                         (double)h->p_drop);
     if (ckt__ref_fmha_bwd_is_empty(h))
         return CKT_SUCCESS;
     CKT__FMHA_TRY(ckt__ref_fmha_bwd_check_strides(h, fn));
@@ -407,12 +412,14 @@ typedef struct ckt__ref_fmha_bwd_scratch {
 typedef struct ckt__ref_fmha_bwd_softmax {
     double scale, cap; /* cap 0: no soft-cap */
     int hdim_q, hdim_v;
+    int drop;            /* dropout on */
+    ckt_fmha_dropout dr; /* its mask (ckt/fmha/dropout.h) */
 } ckt__ref_fmha_bwd_softmax;
 
 /* Query row i (w->q, w->dout loaded) against every key of its kv head:
  * accumulates dK[j] and dV[j] and sets w->dq; see the math at the top. */
 static inline void ckt__ref_fmha_bwd_row(ckt__ref_fmha_bwd_scratch *w, const ckt__ref_fmha_bwd_softmax *sm,
-                                         const ckt_fmha_mask_params *m, int i, double lse, double D)
+                                         const ckt_fmha_mask_params *m, uint32_t bh, int i, double lse, double D)
 {
     const int dq = sm->hdim_q, dv = sm->hdim_v;
     for (int d = 0; d < dq; d++)
@@ -432,8 +439,9 @@ static inline void ckt__ref_fmha_bwd_row(ckt__ref_fmha_bwd_scratch *w, const ckt
         }
         const double p = exp(s - lse);                                /* P_ij */
         const double dp = ckt__ref_fmha_bwd_dot(w->dout, vj, dv);     /* dP_ij = dO[i] . V[j] */
-        const double ds = p * (dp - D) * ds_dx;                       /* dS_ij, w.r.t. x_ij */
-        ckt__ref_fmha_bwd_axpy(w->dv + (size_t)j * dv, p, w->dout, dv); /* dV[j] += P_ij dO[i] */
+        const double zs = sm->drop ? (double)ckt_fmha_dropout_factor(&sm->dr, bh, i, j) : 1.0; /* Z_ij / (1 - p) */
+        const double ds = p * (zs * dp - D) * ds_dx;                  /* dS_ij, w.r.t. x_ij */
+        ckt__ref_fmha_bwd_axpy(w->dv + (size_t)j * dv, p * zs, w->dout, dv); /* dV[j] += P_ij zs_ij dO[i] */
         ckt__ref_fmha_bwd_axpy(w->dk + (size_t)j * dq, ds, w->q, dq);   /* dK[j] += dS_ij Q[i] */
         ckt__ref_fmha_bwd_axpy(w->dq, ds, kj, dq);                      /* dQ[i] += dS_ij K[j] */
     }
@@ -465,7 +473,8 @@ static inline void ckt__ref_fmha_bwd_kv_head(const ckt_fmha_bwd_args *h, const c
             for (int d = 0; d < sm->hdim_v; d++)
                 D += w->dout[d] * (double)ckt_load_f32(h->o, h->dtype, (size_t)(oo + d));
             const int64_t lo = ckt__ref_fmha_bwd_offset(h, CKT_FMHA_BWD_TENSOR_LSE, b, head, e, i);
-            ckt__ref_fmha_bwd_row(w, sm, &m, i, (double)h->lse[lo], D);
+            ckt__ref_fmha_bwd_row(w, sm, &m, (uint32_t)b * (uint32_t)h->nhead_q + (uint32_t)head, i,
+                                  (double)h->lse[lo], D);
             /* dQ[b][head][i][:] = scale * sum_j dS_ij K[j][:] */
             ckt__ref_fmha_bwd_store(out->dq, h, CKT_FMHA_BWD_TENSOR_DQ, b, head, e, i, 1, w->dq, sm->scale);
             if (out->d)
@@ -492,6 +501,8 @@ static inline ckt_status ckt_ref_fmha_bwd(const ckt_fmha_bwd_args *h, float *dq_
     sm.hdim_v = h->hdim_v;
     sm.scale = h->scale != 0.0f ? (double)h->scale : 1.0 / sqrt((double)h->hdim_q);
     sm.cap = h->softcap;
+    sm.drop = h->p_drop > 0.0f;
+    sm.dr = ckt_fmha_dropout_of(h->p_drop, h->drop_seed, h->drop_offset, h->drop_seed_offset);
     int max_sk = 0;
     for (int b = 0; b < h->batch; b++) {
         const ckt_fmha_seq e = ckt__ref_fmha_bwd_entry(h, b);

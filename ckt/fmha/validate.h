@@ -40,7 +40,9 @@
  *                      start >= 0, never decreasing; logical lengths within the
  *                      physical ones and within seqlen_q / seqlen_k (the max over the batch)
  * Forward: q and o; k and v when seqlen_k > 0; lse optional; sink optional
- * (4-byte aligned, checked before the empty test).
+ * (4-byte aligned, checked before the empty test); dropout: p_drop in [0, 1),
+ * drop_seed_offset 8-byte aligned, randval only with p_drop > 0 (strides >= 0),
+ * before the empty test (the backward: p_drop and drop_seed_offset alike).
  * Backward: q, o, dout, lse (required) and dq when seqlen_q > 0; k, v, dk, dv
  * when seqlen_k > 0; sink and dsink optional, 4-byte aligned, dsink only
  * with sink (before the empty test); deterministic 0 or 1; workspace non-NULL, 16-byte aligned
@@ -229,6 +231,33 @@ static inline ckt_status ckt__fmha_check_ptr(const void *p, const char *name, un
     if ((uintptr_t)p % align != 0)
         return ckt__fail(CKT_ERROR_MISALIGNED, "%s: %#llx is not %u-byte aligned", name,
                          (unsigned long long)(uintptr_t)p, align);
+    return CKT_SUCCESS;
+}
+
+/* >>dropout: p_drop in [0, 1) (0: off; NaN fails too), drop_seed_offset
+ * 8-byte aligned when given; the forward's randval only with p_drop > 0,
+ * strides >= 0. Before the empty test. */
+static inline ckt_status ckt__fmha_check_dropout(float p, const uint64_t *seed_offset)
+{
+    if (!(p >= 0.0f && p < 1.0f))
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "p_drop: %g (must be in [0, 1); 0 = no dropout)", (double)p);
+    if (seed_offset)
+        CKT__FMHA_TRY(ckt__fmha_check_ptr(seed_offset, "drop_seed_offset", 8));
+    return CKT_SUCCESS;
+}
+
+static inline ckt_status ckt__fmha_check_randval(const ckt_fmha_fwd_args *a)
+{
+    if (!a->randval)
+        return CKT_SUCCESS;
+    if (a->p_drop == 0.0f)
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "randval: set, but p_drop is 0 (no dropout: nothing to store)");
+    if (a->randval_stride_b < 0 || a->randval_stride_h < 0 || a->randval_stride_s < 0)
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "randval_stride_%s: %lld (must be >= 0)",
+                         a->randval_stride_b < 0 ? "b" : a->randval_stride_h < 0 ? "h" : "s",
+                         (long long)(a->randval_stride_b < 0   ? a->randval_stride_b
+                                     : a->randval_stride_h < 0 ? a->randval_stride_h
+                                                               : a->randval_stride_s));
     return CKT_SUCCESS;
 }
 
@@ -621,6 +650,8 @@ static inline ckt_status ckt_fmha_fwd_validate(const ckt_fmha_fwd_args *a, ckt_d
     CKT__FMHA_TRY(ckt__fmha_check_common(&c, dtype, hdim, hdim_v));
     if (a->sink)
         CKT__FMHA_TRY(ckt__fmha_check_ptr(a->sink, "sink", 4));
+    CKT__FMHA_TRY(ckt__fmha_check_dropout(a->p_drop, a->drop_seed_offset));
+    CKT__FMHA_TRY(ckt__fmha_check_randval(a));
     if (ckt_fmha_fwd_is_empty(a))
         return CKT_SUCCESS;
 
@@ -662,6 +693,7 @@ static inline ckt_status ckt_fmha_bwd_validate(const ckt_fmha_bwd_args *a, ckt_d
         CKT__FMHA_TRY(ckt__fmha_check_ptr(a->sink, "sink", 4));
     if (a->dsink)
         CKT__FMHA_TRY(ckt__fmha_check_ptr(a->dsink, "dsink", 4));
+    CKT__FMHA_TRY(ckt__fmha_check_dropout(a->p_drop, a->drop_seed_offset));
     if (ckt_fmha_bwd_is_empty(a))
         return CKT_SUCCESS;
 

@@ -21,8 +21,11 @@
  *               ckt_fmha_bwd_prepare (sync) or ckt_fmha_bwd_prepare_async (no host wait: pinned
  *               staging of plan.staging_bytes from ckt_rt_malloc_host, its status checked after
  *               the first run) and ckt_fmha_bwd_run
- *   -bias n|0, -dbias 0, -p_drop 0   accepted only with these values: attention bias, its
- *               gradient and dropout are not supported yet (any other value exits 2 saying so)
+ *   -bias n|0, -dbias 0   accepted only with these values: attention bias and its
+ *               gradient are not supported yet (any other value exits 2 saying so)
+ *   -p_drop     dropout probability in [0, 1) (0: off; ckt/fmha/dropout.h), with -drop_seed (1)
+ *               and -drop_offset (0): the forward drops with them, the backward regenerates
+ *               the same mask; the reference (ckt_ref_fmha_bwd) uses the same mask
  *   -v          1: validate against the CPU reference (slow for big shapes: -v=0)
  *   -seed       (11)  -warmup, -repeat  timed backward runs (GPU 5 / 20, CPU emulator 0 / 1)
  *   -json       1: print one JSON line with the results instead of the text report
@@ -134,7 +137,7 @@ static uint64_t device_hash(const void *dev, void *tmp, size_t bytes)
     return fnv1a64(tmp, bytes);
 }
 
-/* -bias / -dbias / -p_drop: 0 when the value means "off" (one of the accepted spellings). */
+/* -bias / -dbias: 0 when the value means "off" (one of the accepted spellings). */
 static int off_value(const char *v, const char *const *ok)
 {
     for (; *ok; ok++)
@@ -150,18 +153,20 @@ int main(int argc, char **argv)
     static const char *const known[] = {"b", "h", "h_k", "s", "s_k", "s_qpad", "s_kpad", "d", "d_v", "mode",
                                         "mask", "prec", "iperm", "operm", "scale", "logits_soft_cap",
                                         "deterministic", "prepare", "bias", "dbias", "p_drop", "v", "init",
-                                        "seed", "warmup", "repeat", "json", "sink", NULL};
+                                        "seed", "warmup", "repeat", "json", "sink", "drop_seed", "drop_offset", NULL};
     if (fmha_check_options(argc, argv, known))
         return 2;
     static const char *const bias_off[] = {"n", "0", NULL}, *const num_off[] = {NULL};
     const char *bias = ckt_arg_str(argc, argv, "bias", "n"), *dbias = ckt_arg_str(argc, argv, "dbias", "0");
-    const char *p_drop = ckt_arg_str(argc, argv, "p_drop", "0");
+    const double p_drop = ckt_arg_double(argc, argv, "p_drop", 0.0);
+    const uint64_t drop_seed = (uint64_t)ckt_arg_int(argc, argv, "drop_seed", 1);
+    const uint64_t drop_offset = (uint64_t)ckt_arg_int(argc, argv, "drop_offset", 0);
+    if (!(p_drop >= 0.0 && p_drop < 1.0))
+        return fmha_usage_error("-p_drop must be in [0, 1)", NULL);
     if (off_value(bias, bias_off))
         return fmha_usage_error("-bias: attention bias is not supported yet (only -bias=n or 0); got ", bias);
     if (off_value(dbias, num_off))
         return fmha_usage_error("-dbias: the bias gradient is not supported yet (only -dbias=0); got ", dbias);
-    if (off_value(p_drop, num_off))
-        return fmha_usage_error("-p_drop: dropout is not supported yet (only -p_drop=0); got ", p_drop);
     const int validate = (int)ckt_arg_int(argc, argv, "v", 1), json = (int)ckt_arg_int(argc, argv, "json", 0);
     const int deterministic = (int)ckt_arg_int(argc, argv, "deterministic", 0);
     const uint64_t seed = (uint64_t)ckt_arg_int(argc, argv, "seed", 11);
@@ -241,6 +246,9 @@ int main(int argc, char **argv)
     fa.o = dout;
     fa.lse = (float *)dl;
     fa.sink = sink_on ? (const float *)fmha_device_copy(hsink, (size_t)f.nhead_q * 4) : NULL;
+    fa.p_drop = (float)p_drop; /* the forward drops; the backward regenerates its mask */
+    fa.drop_seed = drop_seed;
+    fa.drop_offset = drop_offset;
     if (sink_on)
         CHECK(ckt_rt_malloc((void **)&ddsink, (size_t)f.nhead_q * 4));
     fmha_problem_device_arrays(&p, &fa.seqstart_q, &fa.seqstart_k, &fa.seqlen_q_ptr, &fa.seqlen_k_ptr);
@@ -264,6 +272,9 @@ int main(int argc, char **argv)
     ctx.a.deterministic = deterministic;
     ctx.a.sink = fa.sink;
     ctx.a.dsink = ddsink;
+    ctx.a.p_drop = fa.p_drop;
+    ctx.a.drop_seed = drop_seed;
+    ctx.a.drop_offset = drop_offset;
     ctx.prepare = prepare;
     const ckt_fmha_bwd_traits traits = ckt_fmha_bwd_traits_of(&ctx.a);
     const ckt_fmha_bwd_instance *inst = ckt_fmha_bwd_select(&traits);
@@ -303,6 +314,9 @@ int main(int argc, char **argv)
     hb.dout = hdo;
     hb.deterministic = deterministic;
     hb.sink = hsink;
+    hb.p_drop = fa.p_drop;
+    hb.drop_seed = drop_seed;
+    hb.drop_offset = drop_offset;
 
     /* >>validation */
     int rc = 0;
@@ -375,22 +389,24 @@ int main(int argc, char **argv)
     snprintf(sk_s, sizeof sk_s, "%d%s", f.seqlen_k, mode == 1 ? "(max)" : "");
     fprintf(report,
             "[%s|%s|%s] b:%d, h:%d/%d, s:%s/%s, d:%d/%d, scale:%g, softcap:%g, mask:%s, deterministic:%d, "
-            "prepare:%s, sink:%d, %s [%s], %.4f ms, %.4g TFlops, valid:%s, hash dq:%016llx dk:%016llx dv:%016llx\n",
+            "prepare:%s, sink:%d, p_drop:%g, %s [%s], %.4f ms, %.4g TFlops, valid:%s, hash dq:%016llx dk:%016llx dv:%016llx\n",
             prec, mode ? "group" : "batch", iperm ? "bhsd" : "bshd", f.batch, f.nhead_q, f.nhead_k, sq_s, sk_s,
-            f.hdim_q, f.hdim_v, fmha_scale(&f), (double)f.softcap, mask_s, deterministic, prepare_arg, sink_on,
+            f.hdim_q, f.hdim_v, fmha_scale(&f), (double)f.softcap, mask_s, deterministic, prepare_arg, sink_on, p_drop,
             inst ? inst->name : "?", props.backend, (double)t.median_ms, tflops, valid,
             (unsigned long long)hash_dq, (unsigned long long)hash_dk, (unsigned long long)hash_dv);
     if (json) {
         printf("{\"example\":\"fmha_bwd\",\"backend\":\"%s\",\"device\":\"%s\",\"instance\":\"%s\",\"prec\":\"%s\","
                "\"mode\":%d,\"b\":%d,\"h\":%d,\"h_k\":%d,\"s\":%d,\"s_k\":%d,\"d\":%d,\"d_v\":%d,\"mask\":\"%s\","
                "\"iperm\":%d,\"operm\":%d,\"scale\":%g,\"logits_soft_cap\":%g,\"deterministic\":%d,"
-               "\"prepare\":\"%s\",\"sink\":%d,\"dsink_max_abs_err\":%g,\"workspace_bytes\":%zu,\"valid\":%s,\"rerun_identical\":%s,\"dq_max_abs_err\":%g,"
+               "\"prepare\":\"%s\",\"sink\":%d,\"dsink_max_abs_err\":%g,\"p_drop\":%g,\"drop_seed\":%llu,\"drop_offset\":%llu,"
+               "\"workspace_bytes\":%zu,\"valid\":%s,\"rerun_identical\":%s,\"dq_max_abs_err\":%g,"
                "\"dk_max_abs_err\":%g,\"dv_max_abs_err\":%g,\"atol\":%g,\"rtol\":%g,"
                "\"dq_hash\":\"%016llx\",\"dk_hash\":\"%016llx\",\"dv_hash\":\"%016llx\",\"hash\":\"fnv1a64\","
                "\"flops\":%.0f,\"ms\":%.6f,\"min_ms\":%.6f,\"repeat\":%d,\"tflops\":%.6g}\n",
                props.backend, props.name, inst ? inst->name : "?", prec, mode, f.batch, f.nhead_q, f.nhead_k,
                f.seqlen_q, f.seqlen_k, f.hdim_q, f.hdim_v, mask_s, iperm, operm, fmha_scale(&f), (double)f.softcap,
-               deterministic, prepare_arg, sink_on, dsink_err, ctx.a.workspace_bytes,
+               deterministic, prepare_arg, sink_on, dsink_err, p_drop, (unsigned long long)drop_seed,
+               (unsigned long long)drop_offset, ctx.a.workspace_bytes,
                validate ? (valid[0] == 'y' ? "true" : "false") : "null",
                stable < 0 ? "null" : stable ? "true" : "false", rq.max_abs_err, rk.max_abs_err, rv.max_abs_err,
                atol, rtol, (unsigned long long)hash_dq, (unsigned long long)hash_dk, (unsigned long long)hash_dv,

@@ -28,6 +28,10 @@
  *   -json       1: print one JSON line with the results instead of the text report
  *   -sink       1: attention sinks (gpt-oss): a logit per query head, random in
  *               [-2, 4] from the seed, joins every row's softmax denominator
+ *   -p_drop     dropout probability in [0, 1) (0: off; ckt/fmha/dropout.h), with
+ *   -drop_seed  (1) and -drop_offset (0) the Philox seed and offset, and
+ *   -s_randval  1: store the random bytes ([b][h][s][s_k]) and, with -v=1,
+ *               check them against the reference's at every visible element
  *
  * KV cache (inference; docs/fmha_inference.md):
  *   -num_splits       split-KV: 1 none (default), n splits, 0 automatic (with a workspace)
@@ -69,7 +73,8 @@ static int fmha_fwd_example(int argc, char **argv, const char *name)
     static const char *const known[] = {"b", "h", "h_k", "s", "s_k", "s_qpad", "s_kpad", "d", "d_v", "mode",
                                         "mask", "lse", "prec", "iperm", "operm", "scale_s", "logits_soft_cap",
                                         "v", "init", "seed", "warmup", "repeat", "json", "num_splits",
-                                        "page_block_size", "page_pool_gb", "cache_batch_idx", "table", "sink", NULL};
+                                        "page_block_size", "page_pool_gb", "cache_batch_idx", "table", "sink",
+                                        "p_drop", "drop_seed", "drop_offset", "s_randval", NULL};
     if (fmha_check_options(argc, argv, known))
         return 2;
     const int lse_on = (int)ckt_arg_int(argc, argv, "lse", 0);
@@ -88,6 +93,16 @@ static int fmha_fwd_example(int argc, char **argv, const char *name)
     const int sink_on = (int)ckt_arg_int(argc, argv, "sink", 0);
     if (sink_on != 0 && sink_on != 1)
         return fmha_usage_error("-sink must be 0 or 1", NULL);
+    const double p_drop = ckt_arg_double(argc, argv, "p_drop", 0.0);
+    const uint64_t drop_seed = (uint64_t)ckt_arg_int(argc, argv, "drop_seed", 1);
+    const uint64_t drop_offset = (uint64_t)ckt_arg_int(argc, argv, "drop_offset", 0);
+    const int randval_on = (int)ckt_arg_int(argc, argv, "s_randval", 0);
+    if (!(p_drop >= 0.0 && p_drop < 1.0))
+        return fmha_usage_error("-p_drop must be in [0, 1)", NULL);
+    if (randval_on != 0 && randval_on != 1)
+        return fmha_usage_error("-s_randval must be 0 or 1", NULL);
+    if (randval_on && p_drop == 0.0)
+        return fmha_usage_error("-s_randval=1 needs -p_drop > 0", NULL);
     if (!sglang && strcmp(table, "vllm") != 0)
         return fmha_usage_error("-table must be vllm or sglang, got ", table);
     if (sglang && (page_size == 0 || cbi_on))
@@ -130,6 +145,20 @@ static int fmha_fwd_example(int argc, char **argv, const char *name)
         CHECK(ckt_fill(hsink, CKT_F32, (size_t)nhead, ckt_init_uniform(-2, 4), seed + 5));
         h.sink = hsink;
     }
+    /* dropout: the same probability, seed and offset for the kernel and the reference */
+    h.p_drop = (float)p_drop;
+    h.drop_seed = drop_seed;
+    h.drop_offset = drop_offset;
+    uint8_t *hrv = NULL, *rv_ref = NULL;
+    size_t nrv = 0;
+    if (randval_on) { /* randval[b][h][i][j]: the max lengths in group mode */
+        h.randval_stride_s = h.seqlen_k;
+        h.randval_stride_h = (int64_t)h.seqlen_q * h.seqlen_k;
+        h.randval_stride_b = (int64_t)nhead * h.randval_stride_h;
+        nrv = (size_t)batch * (size_t)h.randval_stride_b;
+        hrv = (uint8_t *)fmha_host_alloc(nrv, 1);
+        rv_ref = (uint8_t *)fmha_host_alloc(nrv, 1);
+    }
 
     /* >>device */
     ckt_device_props props;
@@ -148,6 +177,14 @@ static int fmha_fwd_example(int argc, char **argv, const char *name)
     ctx.a.o = dout;
     ctx.a.lse = (float *)dl;
     ctx.a.sink = sink_on ? (const float *)fmha_device_copy(hsink, (size_t)nhead * 4) : NULL;
+    ctx.a.p_drop = h.p_drop;
+    ctx.a.drop_seed = drop_seed;
+    ctx.a.drop_offset = drop_offset;
+    ctx.a.randval_stride_b = h.randval_stride_b;
+    ctx.a.randval_stride_h = h.randval_stride_h;
+    ctx.a.randval_stride_s = h.randval_stride_s;
+    if (randval_on)
+        CHECK(ckt_rt_malloc((void **)&ctx.a.randval, nrv));
     fmha_problem_device_arrays(&p, &ctx.a.seqstart_q, &ctx.a.seqstart_k, &ctx.a.seqlen_q_ptr, &ctx.a.seqlen_k_ptr);
     const int32_t *dev_seqstart_k = ctx.a.seqstart_k, *dev_seqlen_k = ctx.a.seqlen_k_ptr;
     fmha_cache cache;
@@ -176,6 +213,8 @@ static int fmha_fwd_example(int argc, char **argv, const char *name)
     CHECK(ckt_rt_memcpy(ho, dout, no_el * es, CKT_D2H));
     if (lse_on)
         CHECK(ckt_rt_memcpy(hl, dl, nl_el * 4, CKT_D2H));
+    if (randval_on)
+        CHECK(ckt_rt_memcpy(hrv, ctx.a.randval, nrv, CKT_D2H));
 
     /* >>validation */
     int rc = 0;
@@ -183,13 +222,30 @@ static int fmha_fwd_example(int argc, char **argv, const char *name)
     ckt_compare_result ro, rl;
     memset(&ro, 0, sizeof ro);
     memset(&rl, 0, sizeof rl);
+    int64_t rv_bad = 0;
     if (validate) {
+        h.randval = rv_ref; /* the reference's random bytes */
         CHECK(ckt_ref_fmha_fwd(&h, o_ref, lse_on ? l_ref : NULL));
+        h.randval = NULL;
+        for (int b = 0; randval_on && b < batch; b++) { /* the kernel's bytes at every visible (i, j) */
+            const ckt_fmha_entry e = ckt_fmha_fwd_entry(&h, b);
+            for (int hh = 0; hh < nhead; hh++)
+                for (int64_t i = 0; i < e.sq; i++) {
+                    int64_t lo, hi;
+                    ckt_fmha_fwd_row_keys(&h, i, e.sq, e.sk, &lo, &hi);
+                    for (int64_t j = lo; j < hi; j++) {
+                        const size_t o = (size_t)(b * h.randval_stride_b + hh * h.randval_stride_h + i * h.randval_stride_s + j);
+                        if (hrv[o] != rv_ref[o] && rv_bad++ < 5)
+                            fprintf(report, "randval[%d][%d][%lld][%lld]: %d, the reference %d\n", b, hh, (long long)i,
+                                    (long long)j, hrv[o], rv_ref[o]);
+                    }
+                }
+        }
         ckt_status s = ckt_ref_fmha_compare(&ro, &rl, &h, ho, lse_on ? hl : NULL, o_ref, lse_on ? l_ref : NULL,
                                             tol, tol);
         if (s != CKT_SUCCESS && s != CKT_ERROR_MISMATCH)
             CHECK(s);
-        rc = s == CKT_SUCCESS ? 0 : 1;
+        rc = s == CKT_SUCCESS && rv_bad == 0 ? 0 : 1;
         if (rc || !json) {
             ckt_compare_print(report, "O", &ro);
             if (lse_on)
@@ -222,20 +278,22 @@ static int fmha_fwd_example(int argc, char **argv, const char *name)
                  cache.k_bytes > ((size_t)4 << 30) ? ", pool>4GB" : "");
     fprintf(report,
             "[%s|%s|%s] b:%d, h:%d/%d, s:%s/%s, d:%d/%d, scale_s:%g, softcap:%g, lse:%d, mask:%s%s, %s [%s], "
-            "%.4f ms, %.4g TFlops, %.4g GB/s, sink:%d, valid:%s\n",
+            "%.4f ms, %.4g TFlops, %.4g GB/s, sink:%d, p_drop:%g, valid:%s\n",
             prec, mode ? "group" : "batch", iperm ? "bhsd" : "bshd", batch, nhead, nhead_k, sq_s, sk_s, d, dv,
             fmha_scale(&a), (double)a.softcap, lse_on, mask_s, cache_s,
-            inst ? inst->name : "?", props.backend, (double)t.median_ms, tflops, gbs, sink_on, valid);
+            inst ? inst->name : "?", props.backend, (double)t.median_ms, tflops, gbs, sink_on, p_drop, valid);
     if (json) {
         printf("{\"example\":\"%s\",\"backend\":\"%s\",\"device\":\"%s\",\"instance\":\"%s\",\"prec\":\"%s\","
                "\"mode\":%d,\"b\":%d,\"h\":%d,\"h_k\":%d,\"s\":%d,\"s_k\":%d,\"d\":%d,\"d_v\":%d,\"mask\":\"%s\","
                "\"lse\":%d,\"iperm\":%d,\"operm\":%d,\"scale_s\":%g,\"logits_soft_cap\":%g,"
-               "\"num_splits\":%d,\"page_block_size\":%d,\"cache_batch_idx\":%d,\"sink\":%d,\"kv_gbs\":%.6g,"
+               "\"num_splits\":%d,\"page_block_size\":%d,\"cache_batch_idx\":%d,\"sink\":%d,\"p_drop\":%g,"
+               "\"drop_seed\":%llu,\"drop_offset\":%llu,\"s_randval\":%d,\"randval_mismatches\":%lld,\"kv_gbs\":%.6g,"
                "\"valid\":%s,\"o_max_abs_err\":%g,\"lse_max_abs_err\":%g,"
                "\"flops\":%.0f,\"ms\":%.6f,\"min_ms\":%.6f,\"repeat\":%d,\"tflops\":%.6g}\n",
                name, props.backend, props.name, inst ? inst->name : "?", prec, mode, batch, nhead, nhead_k, a.seqlen_q,
                a.seqlen_k, d, dv, mask_s, lse_on, iperm, operm,
-               fmha_scale(&a), (double)a.softcap, splits_used, page_size, cbi_on, sink_on, gbs,
+               fmha_scale(&a), (double)a.softcap, splits_used, page_size, cbi_on, sink_on, p_drop,
+               (unsigned long long)drop_seed, (unsigned long long)drop_offset, randval_on, (long long)rv_bad, gbs,
                validate ? (rc == 0 ? "true" : "false") : "null", ro.max_abs_err, rl.max_abs_err, flops,
                (double)t.median_ms, (double)t.min_ms, t.repeat, tflops);
     }
@@ -252,6 +310,9 @@ static int fmha_fwd_example(int argc, char **argv, const char *name)
     ckt_rt_free(ws);
     ckt_rt_free((void *)ctx.a.sink);
     free(hsink);
+    ckt_rt_free(ctx.a.randval);
+    free(hrv);
+    free(rv_ref);
     if (page_size > 0 || cbi_on)
         fmha_cache_free(&cache);
     free(cbi);

@@ -443,6 +443,14 @@ size_t ckt_fmha_fwd_args_offset(const char *field)
     CKT__FMHA_FIELD(workspace)
     CKT__FMHA_FIELD(workspace_bytes)
     CKT__FMHA_FIELD(sink)
+    CKT__FMHA_FIELD(p_drop)
+    CKT__FMHA_FIELD(drop_seed)
+    CKT__FMHA_FIELD(drop_offset)
+    CKT__FMHA_FIELD(drop_seed_offset)
+    CKT__FMHA_FIELD(randval)
+    CKT__FMHA_FIELD(randval_stride_b)
+    CKT__FMHA_FIELD(randval_stride_h)
+    CKT__FMHA_FIELD(randval_stride_s)
     return (size_t)-1;
 #undef CKT__FMHA_FIELD
 }
@@ -499,6 +507,10 @@ size_t ckt_fmha_bwd_args_offset(const char *field)
     CKT__FMHA_FIELD(workspace_bytes)
     CKT__FMHA_FIELD(sink)
     CKT__FMHA_FIELD(dsink)
+    CKT__FMHA_FIELD(p_drop)
+    CKT__FMHA_FIELD(drop_seed)
+    CKT__FMHA_FIELD(drop_offset)
+    CKT__FMHA_FIELD(drop_seed_offset)
     return (size_t)-1;
 #undef CKT__FMHA_STRIDES
 #undef CKT__FMHA_FIELD

@@ -65,6 +65,10 @@ class FwdArgs(ctypes.Structure):
         ("num_splits", _i32),
         ("workspace", _ptr), ("workspace_bytes", ctypes.c_size_t),
         ("sink", _ptr),  # attention sinks: [nhead_q] fp32 logits
+        # dropout (ckt/fmha/dropout.h)
+        ("p_drop", ctypes.c_float), ("drop_seed", ctypes.c_uint64), ("drop_offset", ctypes.c_uint64),
+        ("drop_seed_offset", _ptr),
+        ("randval", _ptr), ("randval_stride_b", _i64), ("randval_stride_h", _i64), ("randval_stride_s", _i64),
     ]
 
 
@@ -91,6 +95,9 @@ class BwdArgs(ctypes.Structure):
         ("workspace", _ptr),
         ("workspace_bytes", ctypes.c_size_t),
         ("sink", _ptr), ("dsink", _ptr),  # attention sinks and their gradient
+        # dropout: the forward's, regenerated
+        ("p_drop", ctypes.c_float), ("drop_seed", ctypes.c_uint64), ("drop_offset", ctypes.c_uint64),
+        ("drop_seed_offset", _ptr),
     ]
 
 

@@ -37,6 +37,8 @@ struct Case {
     int det = 0;
     int row_pad = 0; // extra elements per row (multiple of 8)
     int sink = 0;    // attention sinks (random logits in [-2, 4]) and their gradient dsink
+    float p_drop = 0.0f; // dropout: the forward's and the backward's (ckt/fmha/dropout.h)
+    int drop_ptr = 0;    // seed / offset through drop_seed_offset (device)
     std::string name;
 };
 
@@ -58,6 +60,8 @@ std::string case_name(const Case &c)
     n += c.softcap != 0.0f ? "_softcap" : "";
     n += c.det ? "_det" : "";
     n += c.sink ? "_sink" : "";
+    if (c.p_drop > 0.0f)
+        n += "_drop" + std::to_string((int)(c.p_drop * 100)) + (c.drop_ptr ? "_ptr" : "");
     return n;
 }
 
@@ -82,6 +86,7 @@ struct BwdRun {
     std::vector<int32_t> start_q, start_k, len_q, len_k;
     std::vector<uint16_t> q, k, v, o, dout, dq, dk, dv;
     std::vector<float> lse, sink, dsink;
+    uint64_t seed_offset[2] = {0, 0};
     FmhaDeviceBuffers bufs;
 
     void *to_device(const void *src, size_t bytes) { return bufs.dev(src, bytes); }
@@ -167,8 +172,23 @@ void setup(const Case &c, BwdRun &r)
         a.sink = r.sink.data();
     }
 
+    if (c.p_drop > 0.0f) {
+        a.p_drop = c.p_drop;
+        a.drop_seed = seed * 0x9E3779B97F4A7C15ull + 3;
+        a.drop_offset = (seed << 35) + 11;
+        if (c.drop_ptr) { // the pointer wins over the fields
+            r.seed_offset[0] = a.drop_seed;
+            r.seed_offset[1] = a.drop_offset;
+            a.drop_seed = 1;
+            a.drop_offset = 2;
+            a.drop_seed_offset = r.seed_offset;
+        }
+    }
+
     ckt_fmha_bwd_args &d = r.d;
     d = a;
+    if (c.drop_ptr)
+        d.drop_seed_offset = (const uint64_t *)r.to_device(r.seed_offset, sizeof r.seed_offset);
     d.q = r.to_device(r.q.data(), r.q.size() * 2);
     d.k = r.to_device(r.k.data(), r.k.size() * 2);
     d.v = r.to_device(r.v.data(), r.v.size() * 2);
@@ -220,6 +240,10 @@ void setup(const Case &c, BwdRun &r)
     f.window_left = a.window_left;
     f.window_right = a.window_right;
     f.sink = d.sink;
+    f.p_drop = d.p_drop; // the forward drops with the same mask
+    f.drop_seed = d.drop_seed;
+    f.drop_offset = d.drop_offset;
+    f.drop_seed_offset = d.drop_seed_offset;
     ASSERT_EQ(ckt_fmha_fwd(&f, nullptr), CKT_SUCCESS) << ckt_last_error();
     ASSERT_EQ(ckt_rt_device_synchronize(), CKT_SUCCESS);
     ASSERT_EQ(ckt_rt_memcpy(r.o.data(), d.o, r.o.size() * 2, CKT_D2H), CKT_SUCCESS);
@@ -459,6 +483,79 @@ std::vector<Case> matrix()
         c.sk = {40};
         add(c);
     }
+    // dropout: the backward regenerates the forward's mask (dV from P o Z /
+    // (1 - p), dS from Z / (1 - p) o dP); masks x ragged lengths x GQA x
+    // soft-cap x both modes; group mode; by pointer; head dims; with sinks
+    const Mask drop_masks[] = {{CKT_MASK_NONE, 0, 0},
+                               {CKT_MASK_CAUSAL_TOP_LEFT, 0, 0},
+                               {CKT_MASK_CAUSAL_BOTTOM_RIGHT, 0, 0},
+                               {CKT_MASK_WINDOW_TOP_LEFT, 16, 5},
+                               {CKT_MASK_WINDOW_BOTTOM_RIGHT, 3, -1}};
+    const int drop_lens[][2] = {{55, 100}, {257, 3}, {1, 70}};
+    const float ps[] = {0.1f, 0.3f, 0.6f};
+    int k = 0;
+    for (const Mask &m : drop_masks)
+        for (const auto &l : drop_lens) {
+            Case c;
+            c.p_drop = ps[k % 3];
+            // bf16 only without the soft-cap: with it P is flat, and 257 rows of
+            // P / (1 - p) rounded to bf16 summed into each of 3 keys' dV exceed
+            // CK's 1e-2 (the fp16 runs of the same cases pass)
+            c.dt = k % 2 && k % 4 != 1 ? CKT_BF16 : CKT_F16;
+            c.mask = m.m;
+            c.wl = m.l;
+            c.wr = m.r;
+            c.sq = {l[0]};
+            c.sk = {l[1]};
+            c.h = k % 3 == 0 ? 4 : 2;
+            c.hk = k % 3 == 0 ? 1 : 2;
+            c.det = k % 2;
+            c.softcap = k % 4 == 1 ? 2.5f : 0.0f;
+            c.d = c.dv = k % 5 == 2 ? 128 : 64;
+            c.drop_ptr = k % 4 == 3;
+            c.perm = k % 2;
+            k++;
+            add(c);
+        }
+    for (int det : {0, 1}) {
+        Case c; // group mode: zero-length entries, no keys, padding, GQA
+        c.p_drop = 0.25f;
+        c.group = 1;
+        c.batch = 4;
+        c.sq = {0, 17, 40, 64};
+        c.sk = {5, 0, 33, 80};
+        c.qpad = 5;
+        c.kpad = 11;
+        c.h = 4;
+        c.hk = 2;
+        c.mask = det ? CKT_MASK_CAUSAL_BOTTOM_RIGHT : CKT_MASK_NONE;
+        c.det = det;
+        c.drop_ptr = det;
+        c.dt = det ? CKT_BF16 : CKT_F16;
+        add(c);
+    }
+    for (const Dims &dd : dims) { // every instance (CDNA: up to 192)
+        if (dd.d == 64 || dd.d == 248 || (dd.d == 128 && dd.dv == 64))
+            continue;
+        Case c;
+        c.p_drop = 0.2f;
+        c.d = dd.d;
+        c.dv = dd.dv;
+        c.h = 2;
+        c.hk = 1;
+        c.sq = {70};
+        c.sk = {90};
+        c.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT;
+        c.dt = dd.d % 64 ? CKT_F16 : CKT_BF16;
+        add(c);
+    }
+    {
+        Case c; // with sinks (dsink: the LSE and D, unchanged by dropout)
+        c.p_drop = 0.3f;
+        c.sink = 1;
+        c.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT;
+        add(c);
+    }
     return cs;
 }
 
@@ -517,6 +614,59 @@ TEST(BwdDeterministic, SameBytesUnderOtherSchedules)
         else
             EXPECT_EQ(memcmp(first_dsink.data(), r.dsink.data(), r.dsink.size() * 4), 0)
                 << "dsink differs under schedule " << k;
+        k++;
+    }
+#if defined(CKT_BACKEND_CPU)
+    ckt_emu_set_schedule(-1, 0);
+    unsetenv("CKT_EMU_THREADS");
+#endif
+}
+
+// Deterministic mode with dropout: still the same bytes under other schedules
+// and thread counts (the mask is a pure function of the coordinates).
+TEST(BwdDeterministic, DropoutSameBytesUnderOtherSchedules)
+{
+    Case c;
+    c.group = 1;
+    c.batch = 3;
+    c.sq = {130, 0, 77};
+    c.sk = {200, 50, 129};
+    c.h = 4;
+    c.hk = 2;
+    c.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT;
+    c.det = 1;
+    c.p_drop = 0.35f;
+    c.name = case_name(c);
+    std::vector<uint16_t> first[3];
+    struct Sched {
+        int schedule;
+        uint64_t seed;
+        const char *threads;
+    };
+#if defined(CKT_BACKEND_CPU)
+    const Sched scheds[] = {{0, 0, "1"}, {1, 0, "3"}, {2, 11, "2"}};
+#else
+    const Sched scheds[] = {{0, 0, ""}, {0, 0, ""}, {0, 0, ""}};
+#endif
+    int k = 0;
+    for (const Sched &s : scheds) {
+#if defined(CKT_BACKEND_CPU)
+        setenv("CKT_EMU_THREADS", s.threads, 1);
+        ckt_emu_set_schedule(s.schedule, s.seed);
+#else
+        (void)s;
+#endif
+        BwdRun r;
+        setup(c, r);
+        ASSERT_FALSE(HasFatalFailure());
+        ASSERT_EQ(run_bwd(r), CKT_SUCCESS) << ckt_last_error();
+        const std::vector<uint16_t> *outs[3] = {&r.dq, &r.dk, &r.dv};
+        for (int t = 0; t < 3; t++) {
+            if (k == 0)
+                first[t] = *outs[t];
+            else
+                EXPECT_TRUE(first[t] == *outs[t]) << "tensor " << "dq dk dv"[3 * t] << " differs under schedule " << k;
+        }
         k++;
     }
 #if defined(CKT_BACKEND_CPU)

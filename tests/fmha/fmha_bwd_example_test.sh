@@ -35,6 +35,16 @@ case "$js" in
   *'"sink":1,"dsink_max_abs_err":'*'"valid":true,"rerun_identical":true'*) echo "ok: -json -sink=1 -> $js" ;;
   *) echo "FAIL: -json -sink=1 printed: $js"; fail=1 ;;
 esac
+# dropout: the forward's mask regenerated, against the reference; GQA, masks, group mode,
+# deterministic, soft-cap, sinks
+run -p_drop=0.2 -h=4 -h_k=2 -s=70 -s_k=40 -mask=b
+run -p_drop=0.5 -drop_seed=7 -drop_offset=3 -mode=1 -b=3 -s=40,0,9 -s_k=5,20,60 -mask=t -deterministic=1 -prepare=async -logits_soft_cap=5
+run -p_drop=0.3 -sink=1 -s=48 -prec=bf16 -deterministic=1
+js=$("$bin" -json=1 -p_drop=0.25 -drop_seed=5 -drop_offset=9 -s=60 -deterministic=1 -warmup=0 -repeat=2 2>/dev/null | tail -1)
+case "$js" in
+  *'"p_drop":0.25,"drop_seed":5,"drop_offset":9,'*'"valid":true,"rerun_identical":true'*) echo "ok: -json -p_drop -> $js" ;;
+  *) echo "FAIL: -json -p_drop printed: $js"; fail=1 ;;
+esac
 
 # -deterministic=1: two processes, the same bytes
 j1=$("$bin" -json=1 -b=2 -h=4 -h_k=2 -s=90 -mask=b -deterministic=1 -warmup=1 -repeat=1 2>/dev/null | tail -1)
@@ -53,7 +63,7 @@ else
 fi
 
 # not supported yet: a message saying so, exit status != 0
-for bad in -bias=e -bias=a -dbias=1 -p_drop=0.2; do
+for bad in -bias=e -bias=a -dbias=1; do
   msg=$("$bin" $bad -s=16 2>&1 >/dev/null)
   rc=$?
   if [ "$rc" = 0 ] || ! echo "$msg" | grep -q "not supported yet"; then
@@ -62,7 +72,7 @@ for bad in -bias=e -bias=a -dbias=1 -p_drop=0.2; do
     echo "ok: fmha_bwd $bad -> exit $rc: $msg"
   fi
 done
-for bad in -prec=fp32 -mask=x -d=100 -mode=0\ -s=1,2 -foo=1 -prepare=maybe -deterministic=2 -lse=1 -sink=3; do
+for bad in -prec=fp32 -mask=x -d=100 -mode=0\ -s=1,2 -foo=1 -prepare=maybe -deterministic=2 -lse=1 -sink=3 -p_drop=1 -p_drop=-0.1; do
   "$bin" $bad >/dev/null 2>&1
   rc=$?
   if [ "$rc" != 2 ]; then echo "FAIL: fmha_bwd $bad exited $rc, want 2"; fail=1; else echo "ok: fmha_bwd $bad -> exit 2"; fi

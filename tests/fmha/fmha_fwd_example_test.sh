@@ -36,6 +36,17 @@ case "$json" in
   *'"sink":1'*'"valid":true'*) echo "ok: -json -sink=1 -> $json" ;;
   *) echo "FAIL: -json -sink=1 printed: $json"; fail=1 ;;
 esac
+# dropout: O against the reference, the stored random bytes against the reference's;
+# GQA decode (packed), split-KV, paged, group mode, masks
+run -p_drop=0.2 -s_randval=1 -lse=1 -mask=b -h=4 -h_k=2
+run -p_drop=0.5 -s_randval=1 -s=3 -s_k=200 -h=8 -h_k=2 -num_splits=3 -prec=bf16
+run -p_drop=0.3 -s_randval=1 -mode=1 -b=3 -s=40,1,9 -s_k=5,0,60 -mask=t -drop_seed=9 -drop_offset=4
+run -p_drop=0.1 -s_randval=1 -b=2 -s=5 -s_k=100 -page_block_size=16 -mask=b
+json=$("$bin" -json=1 -p_drop=0.4 -drop_seed=3 -drop_offset=8 -s_randval=1 -b=1 -s=20 2>/dev/null | tail -1)
+case "$json" in
+  *'"p_drop":0.4,"drop_seed":3,"drop_offset":8,"s_randval":1,"randval_mismatches":0,'*'"valid":true'*) echo "ok: -json -p_drop -> $json" ;;
+  *) echo "FAIL: -json -p_drop printed: $json"; fail=1 ;;
+esac
 out=$("$bin" -b=2 -s=1 -s_k=100 -page_block_size=16 -page_pool_gb=5 2>&1 | tail -1)
 case "$out" in
   *'pool>4GB'*'valid:y') echo "ok: -page_pool_gb=5 -> $out" ;;
@@ -47,7 +58,7 @@ case "$json" in
   *) echo "FAIL: -json printed: $json"; fail=1 ;;
 esac
 for bad in -prec=fp32 -mask=x -d=100 -mode=0\ -s=1,2 -foo=1 -s_kpad=8 -num_splits=-1 -table=x -table=sglang \
-           -mode=1\ -cache_batch_idx=1 -num_splits=1000 -sink=2; do
+           -mode=1\ -cache_batch_idx=1 -num_splits=1000 -sink=2 -p_drop=1 -s_randval=1 -p_drop=0.1\ -s_randval=2; do
   "$bin" $bad >/dev/null 2>&1
   rc=$?
   if [ "$rc" != 2 ]; then echo "FAIL: fmha_fwd $bad exited $rc, want 2"; fail=1; else echo "ok: fmha_fwd $bad -> exit 2"; fi

@@ -36,6 +36,11 @@ struct Case {
     float scale = 0.0f, softcap = 0.0f;
     int row_pad = 0; // extra elements per row of q/k/v/o (multiple of 8)
     int sink = 0;    // per-head sink logits (gpt-oss), random in [-2, 4]
+    float p_drop = 0.0f; // dropout (ckt/fmha/dropout.h)
+    int randval = 0;     // store the random bytes, compared with the reference's
+    int drop_ptr = 0;    // seed / offset through drop_seed_offset (device)
+    int num_splits = 0;  // split-KV count (0: none; with a workspace)
+    uint64_t drop_salt = 0; // added to the dropout seed (same inputs, another mask)
     std::string name;
 };
 
@@ -58,6 +63,9 @@ std::string case_name(const Case &c)
     n += c.scale != 0.0f ? "_scaled" : "";
     n += c.softcap != 0.0f ? "_softcap" : "";
     n += c.sink ? "_sink" : "";
+    if (c.p_drop > 0.0f)
+        n += "_drop" + std::to_string((int)(c.p_drop * 100)) + (c.randval ? "_randval" : "") + (c.drop_ptr ? "_ptr" : "");
+    n += c.num_splits ? "_splits" + std::to_string(c.num_splits) : "";
     return n;
 }
 
@@ -82,6 +90,8 @@ struct FwdRun {
     std::vector<int32_t> start_q, start_k, len_q, len_k;
     std::vector<uint16_t> q, k, v, o;
     std::vector<float> lse, sink;
+    std::vector<uint8_t> randval; // the kernel's random bytes (host copy)
+    uint64_t seed_offset[2] = {0, 0};
     FmhaDeviceBuffers bufs;
 
     void *to_device(const void *src, size_t bytes) { return bufs.dev(src, bytes); }
@@ -160,8 +170,38 @@ void run_case(const Case &c, FwdRun &r)
         a.sink = r.sink.data();
     }
 
+    if (c.p_drop > 0.0f) { // seed and offset from the case's name: every case its own mask
+        a.p_drop = c.p_drop;
+        a.drop_seed = seed * 0x9E3779B97F4A7C15ull + 1 + c.drop_salt;
+        a.drop_offset = (seed << 33) + 7;
+        if (c.drop_ptr) { // by pointer: the fields say otherwise, the pointer wins
+            r.seed_offset[0] = a.drop_seed;
+            r.seed_offset[1] = a.drop_offset;
+            a.drop_seed = 5;
+            a.drop_offset = 6;
+            a.drop_seed_offset = r.seed_offset;
+        }
+        if (c.randval) { // [b][h][seqlen_q][seqlen_k], the max lengths in group mode
+            a.randval_stride_s = a.seqlen_k;
+            a.randval_stride_h = (int64_t)a.seqlen_q * a.seqlen_k;
+            a.randval_stride_b = c.h * a.randval_stride_h;
+            r.randval.assign((size_t)c.batch * a.randval_stride_b, 0xee);
+        }
+    }
+
     ckt_fmha_fwd_args &d = r.dv;
     d = a;
+    if (c.drop_ptr)
+        d.drop_seed_offset = (const uint64_t *)r.to_device(r.seed_offset, sizeof r.seed_offset);
+    if (c.randval)
+        d.randval = (uint8_t *)r.to_device(r.randval.data(), r.randval.size());
+    std::vector<uint8_t> ws;
+    if (c.num_splits) { // split-KV with an explicit count
+        d.num_splits = c.num_splits;
+        d.workspace_bytes = ckt_fmha_fwd_workspace_bytes(&d);
+        ws.assign(d.workspace_bytes + 16, 0);
+        d.workspace = r.to_device(ws.data(), ws.size());
+    }
     d.q = r.to_device(r.q.data(), r.q.size() * 2);
     d.k = r.k.empty() ? nullptr : r.to_device(r.k.data(), r.k.size() * 2);
     d.v = r.v.empty() ? nullptr : r.to_device(r.v.data(), r.v.size() * 2);
@@ -180,6 +220,34 @@ void run_case(const Case &c, FwdRun &r)
     if (c.lse) {
         ASSERT_EQ(ckt_rt_memcpy(r.lse.data(), d.lse, r.lse.size() * 4, CKT_D2H), CKT_SUCCESS);
     }
+    if (c.randval) {
+        ASSERT_EQ(ckt_rt_memcpy(r.randval.data(), d.randval, r.randval.size(), CKT_D2H), CKT_SUCCESS);
+    }
+}
+
+// The kernel's random bytes (r.randval) equal the reference's (ref) at every
+// visible (i, j), the ones the mask lets query i see; returns how many were compared.
+int64_t expect_randval_matches(const FwdRun &r, const std::vector<uint8_t> &ref)
+{
+    const ckt_fmha_fwd_args &a = r.h;
+    int64_t n = 0, bad = 0;
+    for (int b = 0; b < a.batch; b++) {
+        const ckt_fmha_entry e = ckt_fmha_fwd_entry(&a, b);
+        for (int h = 0; h < a.nhead_q; h++)
+            for (int i = 0; i < e.sq; i++) {
+                int64_t lo, hi;
+                ckt_fmha_fwd_row_keys(&a, i, e.sq, e.sk, &lo, &hi);
+                for (int64_t j = lo; j < hi; j++) {
+                    const size_t o = (size_t)(b * a.randval_stride_b + h * a.randval_stride_h + i * a.randval_stride_s + j);
+                    n++;
+                    if (r.randval[o] != ref[o] && bad++ < 5)
+                        ADD_FAILURE() << "randval[b " << b << "][h " << h << "][i " << i << "][j " << j
+                                      << "]: kernel " << (int)r.randval[o] << ", reference " << (int)ref[o];
+                }
+            }
+    }
+    EXPECT_EQ(bad, 0) << "of " << n << " visible elements";
+    return n;
 }
 
 class Fwd : public ::testing::TestWithParam<Case> {};
@@ -193,7 +261,12 @@ TEST_P(Fwd, MatchesReference)
         return;
     const ckt_fmha_fwd_args &a = r.h;
     std::vector<float> o_ref(r.o.size(), 0.0f), lse_ref(r.lse.size(), 0.0f);
-    ASSERT_EQ(ckt_ref_fmha_fwd(&a, o_ref.data(), c.lse ? lse_ref.data() : nullptr), CKT_SUCCESS) << ckt_last_error();
+    std::vector<uint8_t> rv_ref(r.randval.size(), 0xee);
+    ckt_fmha_fwd_args ah = a; // the reference writes its random bytes apart
+    ah.randval = c.randval ? rv_ref.data() : nullptr;
+    ASSERT_EQ(ckt_ref_fmha_fwd(&ah, o_ref.data(), c.lse ? lse_ref.data() : nullptr), CKT_SUCCESS) << ckt_last_error();
+    if (c.randval && c.p_drop > 0.0f)
+        expect_randval_matches(r, rv_ref);
     const double tol = c.dt == CKT_BF16 ? 1e-2 : 1e-3;
     ckt_compare_result ro, rl;
     ckt_status s = ckt_ref_fmha_compare(&ro, &rl, &a, r.o.data(), c.lse ? r.lse.data() : nullptr, o_ref.data(),
@@ -439,6 +512,107 @@ std::vector<Case> matrix()
             add(dcd);
         }
     }
+    // dropout: masks x ragged lengths x GQA, the random bytes against the
+    // reference's; group mode; seed / offset by pointer; with a soft-cap and
+    // sinks; head dims of every instance; decode (GQA-packed rows); split-KV
+    {
+        const Mask drop_masks[] = {{CKT_MASK_NONE, 0, 0},
+                                   {CKT_MASK_CAUSAL_TOP_LEFT, 0, 0},
+                                   {CKT_MASK_CAUSAL_BOTTOM_RIGHT, 0, 0},
+                                   {CKT_MASK_WINDOW_TOP_LEFT, 16, 5},
+                                   {CKT_MASK_WINDOW_BOTTOM_RIGHT, 3, -1}};
+        const int drop_lens[][2] = {{55, 100}, {257, 3}, {7, 130}, {1, 33}};
+        const float ps[] = {0.1f, 0.3f, 0.5f, 0.9f};
+        int k = 0;
+        for (const Mask &m : drop_masks)
+            for (const auto &l : drop_lens) {
+                Case c;
+                c.p_drop = ps[k % 4];
+                c.randval = 1;
+                c.dt = k % 2 ? CKT_BF16 : CKT_F16;
+                c.mask = m.m;
+                c.wl = m.l;
+                c.wr = m.r;
+                c.sq = {l[0]};
+                c.sk = {l[1]};
+                c.h = k % 3 == 0 ? 6 : 4;
+                c.hk = k % 3 == 0 ? 2 : k % 3 == 1 ? 1 : 4;
+                c.d = c.dv = k % 4 == 3 ? 128 : 64;
+                c.iperm = k % 2;
+                c.drop_ptr = k % 5 == 2;
+                k++;
+                add(c);
+            }
+        Case g; // group mode: zero-length entries, no keys, padding, GQA
+        g.p_drop = 0.2f;
+        g.randval = 1;
+        g.group = 1;
+        g.batch = 4;
+        g.sq = {0, 17, 9, 64};
+        g.sk = {5, 0, 40, 80};
+        g.qpad = 5;
+        g.kpad = 11;
+        g.h = 4;
+        g.hk = 2;
+        g.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT;
+        add(g);
+        g.mask = CKT_MASK_NONE, g.dt = CKT_BF16, g.sq = {33, 1, 12, 70}, g.drop_ptr = 1;
+        add(g);
+        Case s; // soft-cap, sinks, LSE off
+        s.p_drop = 0.4f;
+        s.randval = 1;
+        s.softcap = 2.5f;
+        s.sink = 1;
+        s.mask = CKT_MASK_CAUSAL_TOP_LEFT;
+        add(s);
+        s.softcap = 0.0f;
+        s.lse = 0;
+        s.randval = 0;
+        s.dt = CKT_BF16;
+        add(s);
+        struct Dims {
+            int d, dv;
+        };
+        for (const Dims &dd : {Dims{32, 32}, Dims{96, 96}, Dims{192, 128}, Dims{192, 192}, Dims{256, 256}, Dims{40, 40}}) {
+            Case c;
+            c.p_drop = 0.25f;
+            c.randval = dd.d != 40;
+            c.d = dd.d;
+            c.dv = dd.dv;
+            c.h = 4;
+            c.hk = 2;
+            c.sq = {70};
+            c.sk = {90};
+            c.dt = dd.d % 64 ? CKT_F16 : CKT_BF16;
+            c.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT;
+            add(c);
+        }
+        for (int d : {64, 128, 256}) { // decode: GQA-packed rows, each with its own head's mask
+            Case dcd;
+            dcd.p_drop = 0.3f;
+            dcd.randval = 1;
+            dcd.d = dcd.dv = d;
+            dcd.dt = d == 128 ? CKT_BF16 : CKT_F16;
+            dcd.sq = {d == 64 ? 1 : 5};
+            dcd.sk = {200};
+            dcd.h = 8;
+            dcd.hk = 2;
+            dcd.mask = d == 256 ? CKT_MASK_WINDOW_BOTTOM_RIGHT : CKT_MASK_CAUSAL_BOTTOM_RIGHT;
+            dcd.wl = d == 256 ? 2 : 0;
+            add(dcd);
+        }
+        Case sp; // split-KV: each split drops its own keys, the combine is linear
+        sp.p_drop = 0.3f;
+        sp.randval = 1;
+        sp.num_splits = 3;
+        sp.sq = {40};
+        sp.sk = {300};
+        sp.h = 4;
+        sp.hk = 1;
+        add(sp);
+        sp.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT, sp.sink = 1, sp.dt = CKT_BF16;
+        add(sp);
+    }
     return cs;
 }
 
@@ -566,6 +740,79 @@ TEST(Dispatch, OtherErrors)
     EXPECT_STREQ(ckt_fmha_status_string(CKT_ERROR_NO_INSTANCE), "no compiled kernel instance fits the arguments");
 }
 
+// Dropout's keep fraction is ~ 1 - p (the drop probability is the threshold
+// / 256), from the kernel's stored bytes over ~100k elements; O without
+// dropout differs from O with it; a different offset gives a different mask;
+// the same seed and offset the same bytes and O, bitwise.
+TEST(Dropout, KeepFractionAndReproducibility)
+{
+    for (float p : {0.1f, 0.5f, 0.8f}) {
+        Case c;
+        c.p_drop = p;
+        c.randval = 1;
+        c.batch = 2;
+        c.h = 4;
+        c.hk = 2;
+        c.sq = {100};
+        c.sk = {131};
+        c.name = "stat";
+        FwdRun r1, r2;
+        run_case(c, r1);
+        run_case(c, r2);
+        if (HasFatalFailure())
+            return;
+        int64_t n = 0, dropped = 0;
+        const uint32_t thr = ckt_fmha_dropout_threshold(p);
+        for (uint8_t x : r1.randval) {
+            n++;
+            dropped += x < thr;
+        }
+        const double frac = (double)dropped / (double)n, want = thr / 256.0;
+        // 6 standard deviations of a binomial fraction
+        EXPECT_NEAR(frac, want, 6.0 * std::sqrt(want * (1.0 - want) / (double)n)) << "p " << p << ", " << n << " elements";
+        EXPECT_NEAR(want, p, 1.0 / 512.0 + 1e-7);
+        EXPECT_EQ(r1.randval, r2.randval);
+        EXPECT_EQ(r1.o, r2.o);
+        EXPECT_EQ(r1.lse, r2.lse);
+        c.drop_salt = 1; // another seed: another mask
+        FwdRun r3;
+        run_case(c, r3);
+        if (HasFatalFailure())
+            return;
+        EXPECT_NE(r1.randval, r3.randval);
+        EXPECT_EQ(r1.lse, r3.lse); // LSE does not see the dropout
+    }
+    // the host function over a million elements of one head
+    ckt_fmha_dropout d = ckt_fmha_dropout_make(0.3f, 42, 7);
+    int64_t kept = 0, n = 0;
+    for (int i = 0; i < 1000; i++)
+        for (int j = 0; j < 1000; j++, n++)
+            kept += ckt_fmha_dropout_byte(&d, 3, i, j) >= d.threshold;
+    EXPECT_NEAR((double)kept / n, 1.0 - d.threshold / 256.0, 6.0 * std::sqrt(0.21 / n));
+    EXPECT_FLOAT_EQ(d.scale, 1.0f / 0.7f);
+}
+
+// Philox4x32-10 against the known answers of Random123's kat_vectors.
+TEST(Dropout, PhiloxKnownAnswers)
+{
+    uint32_t o[4];
+    ckt_philox4x32_10(o, 0, 0, 0, 0, 0, 0);
+    EXPECT_EQ(o[0], 0x6627e8d5u);
+    EXPECT_EQ(o[1], 0xe169c58du);
+    EXPECT_EQ(o[2], 0xbc57ac4cu);
+    EXPECT_EQ(o[3], 0x9b00dbd8u);
+    ckt_philox4x32_10(o, ~0u, ~0u, ~0u, ~0u, ~0u, ~0u);
+    EXPECT_EQ(o[0], 0x408f276du);
+    EXPECT_EQ(o[1], 0x41c83b0eu);
+    EXPECT_EQ(o[2], 0xa20bc7c6u);
+    EXPECT_EQ(o[3], 0x6d5451fdu);
+    ckt_philox4x32_10(o, 0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u, 0xa4093822u, 0x299f31d0u);
+    EXPECT_EQ(o[0], 0xd16cfe09u);
+    EXPECT_EQ(o[1], 0x94fdccebu);
+    EXPECT_EQ(o[2], 0x5001e420u);
+    EXPECT_EQ(o[3], 0x24126ea1u);
+}
+
 TEST(Dispatch, ArgsLayoutIsExported)
 {
     EXPECT_EQ(ckt_fmha_fwd_args_offset("sizeof"), sizeof(ckt_fmha_fwd_args));
@@ -574,6 +821,12 @@ TEST(Dispatch, ArgsLayoutIsExported)
     EXPECT_EQ(ckt_fmha_fwd_args_offset("sink"), offsetof(ckt_fmha_fwd_args, sink));
     EXPECT_EQ(ckt_fmha_bwd_args_offset("sink"), offsetof(ckt_fmha_bwd_args, sink));
     EXPECT_EQ(ckt_fmha_bwd_args_offset("dsink"), offsetof(ckt_fmha_bwd_args, dsink));
+    EXPECT_EQ(ckt_fmha_fwd_args_offset("p_drop"), offsetof(ckt_fmha_fwd_args, p_drop));
+    EXPECT_EQ(ckt_fmha_fwd_args_offset("drop_seed_offset"), offsetof(ckt_fmha_fwd_args, drop_seed_offset));
+    EXPECT_EQ(ckt_fmha_fwd_args_offset("randval_stride_s"), offsetof(ckt_fmha_fwd_args, randval_stride_s));
+    EXPECT_EQ(ckt_fmha_bwd_args_offset("p_drop"), offsetof(ckt_fmha_bwd_args, p_drop));
+    EXPECT_EQ(ckt_fmha_bwd_args_offset("drop_offset"), offsetof(ckt_fmha_bwd_args, drop_offset));
+    EXPECT_EQ(ckt_fmha_bwd_args_offset("drop_seed_offset"), offsetof(ckt_fmha_bwd_args, drop_seed_offset));
     EXPECT_EQ(ckt_fmha_bwd_args_offset("sizeof"), sizeof(ckt_fmha_bwd_args));
     EXPECT_EQ(ckt_fmha_fwd_args_offset("nope"), (size_t)-1);
 }

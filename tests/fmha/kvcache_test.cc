@@ -46,6 +46,7 @@ struct Case {
     int splits = 1;      // num_splits; -1: 0 (automatic) without a workspace, 0: automatic with one
     int cbi = 0;         // cache_batch_idx (a permutation into a cache with one spare entry)
     int sink = 0;        // per-head sink logits (gpt-oss), random in [-2, 4]
+    float p_drop = 0.0f; // dropout: a mask of logical coordinates, the same paged or not
     std::string name;
 };
 
@@ -65,6 +66,7 @@ std::string case_name(const Case &c)
     if (c.mask >= CKT_MASK_WINDOW_TOP_LEFT)
         n += "_w" + std::to_string(c.wl) + "_" + std::to_string(c.wr);
     n += c.sink ? "_sink" : "";
+    n += c.p_drop > 0.0f ? "_drop" + std::to_string((int)(c.p_drop * 100)) : "";
     return n;
 }
 
@@ -141,6 +143,11 @@ void build(const Case &c, KvRun &r)
         r.sink.assign(c.h, 0.0f);
         ASSERT_EQ(ckt_fill(r.sink.data(), CKT_F32, r.sink.size(), ckt_init_uniform(-2, 4), seed + 3), CKT_SUCCESS);
         a.sink = r.sink.data();
+    }
+    if (c.p_drop > 0.0f) {
+        a.p_drop = c.p_drop;
+        a.drop_seed = 0xabcdef12345ull + seed;
+        a.drop_offset = 99;
     }
 
     // the kernel's view: the same queries, the keys in the cache
@@ -468,6 +475,37 @@ std::vector<Case> cases()
         add(c);
         c = Case();
         c.sink = 1;
+        c.group = 1, c.batch = 3, c.sq = {37, 0, 9}, c.sk = {150, 20, 64}, c.kv = kSglang, c.page_size = 48;
+        c.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT, c.h = 4, c.hk = 2, c.splits = 2;
+        add(c);
+    }
+    // dropout over the cache: split-KV (explicit and automatic counts; each
+    // split drops its own keys), decode (GQA-packed rows: each row its own
+    // head's mask), paged (vLLM, sglang: logical key indices), batch prefill
+    for (int splits : {1, 3, 0}) {
+        Case c;
+        c.p_drop = 0.3f;
+        c.splits = splits;
+        c.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT;
+        c.h = 8;
+        c.hk = 2;
+        c.sq = {splits == 3 ? 16 : 4};
+        c.sk = {300, 0};
+        add(c);
+    }
+    {
+        Case c;
+        c.p_drop = 0.5f;
+        c.kv = kVllm, c.page_size = 16, c.sq = {5}, c.sk = {333, 150}, c.splits = 2, c.sink = 1;
+        c.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT;
+        add(c);
+        c = Case();
+        c.p_drop = 0.2f;
+        c.kv = kVllm, c.page_size = 7, c.page_major = 0, c.sq = {33}, c.sk = {100, 260}, c.dt = CKT_F16, c.cbi = 1;
+        c.mask = CKT_MASK_WINDOW_BOTTOM_RIGHT, c.wl = 50, c.wr = 3;
+        add(c);
+        c = Case();
+        c.p_drop = 0.4f;
         c.group = 1, c.batch = 3, c.sq = {37, 0, 9}, c.sk = {150, 20, 64}, c.kv = kSglang, c.page_size = 48;
         c.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT, c.h = 4, c.hk = 2, c.splits = 2;
         add(c);

@@ -97,6 +97,41 @@ TEST_F(Validate, SinkWithEverythingPassesAndMustBeAligned)
     EXPECT_FAILS(CKT_ERROR_MISALIGNED, "sink: 0x");
 }
 
+// dropout: p_drop in [0, 1) (errors name p_drop, also for an empty problem),
+// drop_seed_offset 8-byte aligned, randval only with p_drop > 0
+TEST_F(Validate, DropoutProbabilitySeedPointerAndRandval)
+{
+    a.p_drop = 0.5f;
+    a.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT;
+    EXPECT_EQ(check(), CKT_SUCCESS) << ckt_last_error();
+    group();
+    EXPECT_EQ(check(), CKT_SUCCESS) << ckt_last_error();
+    static uint64_t so[3];
+    a.drop_seed_offset = so;
+    a.randval = (uint8_t *)so;
+    a.randval_stride_s = 64;
+    EXPECT_EQ(check(), CKT_SUCCESS) << ckt_last_error();
+    a.randval_stride_h = -1;
+    EXPECT_FAILS(CKT_ERROR_INVALID_ARGUMENT, "randval_stride_h: -1");
+    a.randval_stride_h = 0;
+    a.drop_seed_offset = (const uint64_t *)((const char *)so + 4);
+    EXPECT_FAILS(CKT_ERROR_MISALIGNED, "drop_seed_offset: 0x");
+    a.drop_seed_offset = nullptr;
+    a.p_drop = 1.0f;
+    EXPECT_FAILS(CKT_ERROR_INVALID_ARGUMENT, "p_drop: 1 (must be in [0, 1)");
+    a.p_drop = -0.1f;
+    EXPECT_FAILS(CKT_ERROR_INVALID_ARGUMENT, "p_drop: -0.1");
+    a.p_drop = NAN;
+    EXPECT_FAILS(CKT_ERROR_INVALID_ARGUMENT, "p_drop: nan");
+    a.p_drop = 0.0f; // no dropout: nothing to store
+    EXPECT_FAILS(CKT_ERROR_INVALID_ARGUMENT, "randval: set, but p_drop is 0");
+    a.randval = nullptr;
+    EXPECT_EQ(check(), CKT_SUCCESS) << ckt_last_error();
+    a.p_drop = 2.0f;
+    a.batch = 0; // before the empty test
+    EXPECT_FAILS(CKT_ERROR_INVALID_ARGUMENT, "p_drop: 2");
+}
+
 TEST_F(Validate, ArgsNull)
 {
     EXPECT_EQ(ckt_fmha_fwd_validate(nullptr, CKT_F16, 128, 128), CKT_ERROR_NULL_POINTER);
@@ -537,6 +572,22 @@ TEST_F(ValidateBwd, SinkAndDsink)
     a.dsink = lse;
     a.batch = 0;
     EXPECT_FAILS(CKT_ERROR_INVALID_ARGUMENT, "dsink: set, but sink is NULL");
+}
+
+TEST_F(ValidateBwd, Dropout)
+{
+    a.p_drop = 0.9f;
+    a.deterministic = 1;
+    EXPECT_EQ(check(), CKT_SUCCESS) << ckt_last_error();
+    static uint64_t so[2];
+    a.drop_seed_offset = so;
+    EXPECT_EQ(check(), CKT_SUCCESS) << ckt_last_error();
+    a.drop_seed_offset = (const uint64_t *)((const char *)so + 2);
+    EXPECT_FAILS(CKT_ERROR_MISALIGNED, "drop_seed_offset: 0x");
+    a.drop_seed_offset = nullptr;
+    a.p_drop = 1.5f;
+    a.batch = 0;
+    EXPECT_FAILS(CKT_ERROR_INVALID_ARGUMENT, "p_drop: 1.5 (must be in [0, 1)");
 }
 
 TEST_F(ValidateBwd, DeterministicNotABool)

@@ -1,0 +1,256 @@
+/* ckt/fmha/dropout.h — dropout on the attention probabilities, the one home of
+ * its logic: the Philox4x32-10 generator, the keep decision of element
+ * (b, h, i, j), and its application to a warp's score tile. The forward,
+ * the backward and the CPU references all call these, so the backward
+ * regenerates exactly the forward's mask.
+ *
+ *   ckt_fmha_dropout d = ckt_fmha_dropout_make(p_drop, seed, offset);
+ *   uint32_t r = ckt_fmha_dropout_byte(&d, b * nhead_q + h, i, j);   // host or device
+ *   keep = r >= d.threshold;  kept values are scaled by d.scale = 1 / (1 - p)
+ *
+ * Semantics (FlashAttention's): O = (P o Z / (1 - p)) V with P the softmax
+ * (LSE unaffected) and Z_ij in {0, 1} the keep mask, P(Z_ij = 1) ~ 1 - p.
+ *
+ * >>rng: Philox4x32-10 (Salmon, Moraes, Dror, Shaw: "Parallel random numbers:
+ * as easy as 1, 2, 3", SC 2011): a counter-based generator, a 128-bit counter
+ * and a 64-bit key through 10 rounds of two 32x32 -> 64-bit products. Element
+ * (b, h, i, j) of batch entry b (group mode: the entry index), query head h
+ * (with GQA the QUERY head), query row i and key j within the entry
+ * (logical coordinates: never the packed row), gets byte j % 16 of the 16
+ * bytes of
+ *     Philox(counter = {j / 16, i, b * nhead_q + h, lo32(offset)},
+ *            key     = {lo32(seed), hi32(seed) ^ hi32(offset)})
+ * (bytes little-endian within the 4 output words, word (j % 16) / 4). So one
+ * Philox call gives 16 consecutive keys of a row; the kernels call it once
+ * per 16 keys a lane holds (the forward) or once per element (the backward,
+ * for now). Distinct offsets give independent masks: a training loop may
+ * simply add 1 per call (PyTorch-style larger steps are fine too).
+ *
+ * >>keep: element dropped when its byte < threshold, threshold =
+ * (uint32_t)(p * 256 + 0.5) in fp32 (so p is quantized to 1/256: the drop
+ * probability is threshold / 256, CK's uint8 comparison); kept elements are
+ * scaled by 1 / (1 - p) (fp32, the requested p). p = 0 is off.
+ *
+ * Host and device; the tile function (>>tile) on targets with a warp MMA.
+ */
+#ifndef CKT_FMHA_DROPOUT_H
+#define CKT_FMHA_DROPOUT_H
+
+#include "ckt/arch/arch.h"
+
+#include <stdint.h>
+
+/* >>rng: Philox4x32-10 */
+
+#define CKT_PHILOX_M0 0xD2511F53u /* the round multipliers (Salmon et al., table 2) */
+#define CKT_PHILOX_M1 0xCD9E8D57u
+#define CKT_PHILOX_W0 0x9E3779B9u /* the key schedule's Weyl increments: golden ratio, sqrt(3) - 1 */
+#define CKT_PHILOX_W1 0xBB67AE85u
+#define CKT_PHILOX_ROUNDS 10 /* (ckt_philox4x32_10 writes them out) */
+
+/* One round: (c0, c1, c2, c3) <- (hi(M1 c2) ^ c1 ^ k0, lo(M1 c2), hi(M0 c0) ^ c3 ^ k1, lo(M0 c0)). */
+CKT_INLINE CKT_HOST_DEVICE void ckt__philox_round(uint32_t *c, uint32_t k0, uint32_t k1)
+{
+    const uint64_t p0 = (uint64_t)CKT_PHILOX_M0 * c[0], p1 = (uint64_t)CKT_PHILOX_M1 * c[2];
+    const uint32_t hi0 = (uint32_t)(p0 >> 32), lo0 = (uint32_t)p0;
+    const uint32_t hi1 = (uint32_t)(p1 >> 32), lo1 = (uint32_t)p1;
+    const uint32_t c1 = c[1], c3 = c[3];
+    c[0] = hi1 ^ c1 ^ k0;
+    c[1] = lo1;
+    c[2] = hi0 ^ c3 ^ k1;
+    c[3] = lo0;
+}
+
+/* out[0..3] <- Philox4x32-10(counter c0..c3, key k0, k1). */
+CKT_INLINE CKT_HOST_DEVICE void ckt_philox4x32_10(uint32_t *out, uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3,
+                                                  uint32_t k0, uint32_t k1)
+{
+    out[0] = c0;
+    out[1] = c1;
+    out[2] = c2;
+    out[3] = c3;
+    /* CKT_PHILOX_ROUNDS rounds, the key bumped between them; written out
+     * (a host-device function: no unroll pragma, which the host compiler
+     * of nvcc would warn about) */
+    ckt__philox_round(out, k0, k1);
+    ckt__philox_round(out, k0 + 1u * CKT_PHILOX_W0, k1 + 1u * CKT_PHILOX_W1);
+    ckt__philox_round(out, k0 + 2u * CKT_PHILOX_W0, k1 + 2u * CKT_PHILOX_W1);
+    ckt__philox_round(out, k0 + 3u * CKT_PHILOX_W0, k1 + 3u * CKT_PHILOX_W1);
+    ckt__philox_round(out, k0 + 4u * CKT_PHILOX_W0, k1 + 4u * CKT_PHILOX_W1);
+    ckt__philox_round(out, k0 + 5u * CKT_PHILOX_W0, k1 + 5u * CKT_PHILOX_W1);
+    ckt__philox_round(out, k0 + 6u * CKT_PHILOX_W0, k1 + 6u * CKT_PHILOX_W1);
+    ckt__philox_round(out, k0 + 7u * CKT_PHILOX_W0, k1 + 7u * CKT_PHILOX_W1);
+    ckt__philox_round(out, k0 + 8u * CKT_PHILOX_W0, k1 + 8u * CKT_PHILOX_W1);
+    ckt__philox_round(out, k0 + 9u * CKT_PHILOX_W0, k1 + 9u * CKT_PHILOX_W1);
+}
+
+/* >>keep: the parameters of one call */
+
+typedef struct ckt_fmha_dropout {
+    uint32_t key0, key1; /* Philox key: lo32(seed), hi32(seed) ^ hi32(offset) */
+    uint32_t ctr3;       /* counter word 3: lo32(offset) */
+    uint32_t threshold;  /* drop when the byte < threshold (0 .. 256) */
+    float scale;         /* 1 / (1 - p): kept values */
+} ckt_fmha_dropout;
+
+/* The drop threshold of probability p, (uint32_t)(p * 256 + 0.5) in fp32. */
+CKT_INLINE CKT_HOST_DEVICE uint32_t ckt_fmha_dropout_threshold(float p)
+{
+    return p > 0.0f ? (uint32_t)(p * 256.0f + 0.5f) : 0u;
+}
+
+CKT_INLINE CKT_HOST_DEVICE ckt_fmha_dropout ckt_fmha_dropout_make(float p, uint64_t seed, uint64_t offset)
+{
+    ckt_fmha_dropout d;
+    d.key0 = (uint32_t)seed;
+    d.key1 = (uint32_t)(seed >> 32) ^ (uint32_t)(offset >> 32);
+    d.ctr3 = (uint32_t)offset;
+    d.threshold = ckt_fmha_dropout_threshold(p);
+    d.scale = p > 0.0f ? 1.0f / (1.0f - p) : 1.0f;
+    return d;
+}
+
+/* The seed and offset of a call: *seed_offset ({seed, offset}, device
+ * memory, read by the kernel: CUDA / HIP graphs replay with new values) when
+ * given, else the values. */
+CKT_INLINE CKT_HOST_DEVICE ckt_fmha_dropout ckt_fmha_dropout_of(float p, uint64_t seed, uint64_t offset,
+                                                                const uint64_t *seed_offset)
+{
+    if (seed_offset) {
+        seed = seed_offset[0];
+        offset = seed_offset[1];
+    }
+    return ckt_fmha_dropout_make(p, seed, offset);
+}
+
+/* The 16 random bytes of keys 16 j16 .. 16 j16 + 15 of row i of head bh (b * nhead_q + h). */
+CKT_INLINE CKT_HOST_DEVICE void ckt_fmha_dropout_words(uint32_t *w, const ckt_fmha_dropout *d, uint32_t bh, int i,
+                                                       int j16)
+{
+    ckt_philox4x32_10(w, (uint32_t)j16, (uint32_t)i, bh, d->ctr3, d->key0, d->key1);
+}
+
+/* Byte k (0 .. 15) of the 4 words w0..w3, by selects (no indexed array: registers stay registers). */
+CKT_INLINE CKT_HOST_DEVICE uint32_t ckt_fmha_dropout_pick(uint32_t w0, uint32_t w1, uint32_t w2, uint32_t w3, int k)
+{
+    const int q = k >> 2;
+    const uint32_t w = q == 0 ? w0 : q == 1 ? w1 : q == 2 ? w2 : w3;
+    return (w >> (8 * (k & 3))) & 0xffu;
+}
+
+/* The random byte of element (bh, i, j): keep iff >= d->threshold. */
+CKT_INLINE CKT_HOST_DEVICE uint32_t ckt_fmha_dropout_byte(const ckt_fmha_dropout *d, uint32_t bh, int i, int j)
+{
+    uint32_t w[4];
+    ckt_fmha_dropout_words(w, d, bh, i, j >> 4);
+    return ckt_fmha_dropout_pick(w[0], w[1], w[2], w[3], j & 15);
+}
+
+/* The factor of element (bh, i, j): 0 (dropped) or 1 / (1 - p). */
+CKT_INLINE CKT_HOST_DEVICE float ckt_fmha_dropout_factor(const ckt_fmha_dropout *d, uint32_t bh, int i, int j)
+{
+    return ckt_fmha_dropout_byte(d, bh, i, j) >= d->threshold ? d->scale : 0.0f;
+}
+
+/* The random bytes of keys j0 .. j1 - 1 of row i of head bh into dst[j]
+ * (dst: the row's randval), one Philox call per 16 keys. Host and device:
+ * the forward's randval kernel and the reference. */
+CKT_INLINE CKT_HOST_DEVICE void ckt_fmha_dropout_store_row(uint8_t *dst, const ckt_fmha_dropout *d, uint32_t bh,
+                                                           int i, int j0, int j1)
+{
+    for (int g = j0 >> 4; g * 16 < j1; g++) {
+        uint32_t w[4];
+        ckt_fmha_dropout_words(w, d, bh, i, g);
+        for (int k = 0; k < 16; k++) {
+            const int j = g * 16 + k;
+            if (j >= j0 && j < j1)
+                dst[j] = (uint8_t)ckt_fmha_dropout_pick(w[0], w[1], w[2], w[3], k);
+        }
+    }
+}
+
+/* >>tile: a warp's probability tile (device, targets with a warp MMA) */
+
+#if defined(CKT_HAS_MMA_SYNC) || defined(CKT_HAS_MFMA)
+#include "ckt/fmha/softmax.h"
+
+/* s[] holds P of a warp's query-major tile (ckt/fmha/softmax.h): wm tile
+ * rows from row0 by bn keys from n0 (n0 and bn multiples of 16). Zeroes the
+ * dropped elements (the caller scales by 1 / (1 - p) once, in the epilogue).
+ * Tile row m is query m / pack of head bh0 + m % pack (pack > 1: GQA-packed
+ * rows, ckt/fmha/pack.h; else 1); bh0 = b * nhead_q + the first head.
+ *
+ * One Philox call per (row slot, 16 keys): a lane's columns of a 16-key
+ * group are c0 + cc, c0 its first column (< 8) and cc a constant of the
+ * register whose remainder mod 16 keeps c0 + cc within the group (mma.sync:
+ * cc % 16 in {0, 1, 8, 9}, c0 = 2 (lane % 4); MFMA: cc % 16 in {0..3,
+ * 8..11}, c0 = 4 (lane / 32)), so which registers share a call is known at
+ * compile time. (The random bytes for tests, randval, are stored by a
+ * separate kernel, ckt_fmha_dropout_store_row: stores in this loop cost the
+ * CDNA forward 40 registers even when off.) */
+CKT_INLINE CKT_DEVICE void ckt_fmha_dropout_tile(float *s, const ckt_fmha_dropout *d, uint32_t bh0, int row0, int n0,
+                                                 int wm, int bn, int lane, int pack)
+{
+    const int c0 = ckt_fmha_acc_col(0, lane, wm, bn);
+    CKT_UNROLL
+    for (int r = 0; r < CKT_FMHA_ROW_SLOTS(wm); r++) {
+        const int m = row0 + ckt_fmha_acc_row(r, lane);
+        CKT_UNROLL
+        for (int gq = 0; gq < bn / 16; gq++) {
+            uint32_t w[4];
+            ckt_fmha_dropout_words(w, d, bh0 + (uint32_t)(m % pack), m / pack, (n0 >> 4) + gq);
+            CKT_UNROLL
+            for (int i = 0; i < CKT_WARP_ACC_REGS(wm, bn); i++) {
+                const int cc = ckt_fmha_acc_col(i, 0, wm, bn);
+                if (ckt_fmha_acc_slot(i, bn) != r || cc / 16 != gq)
+                    continue; /* compile-time after unrolling */
+                if (ckt_fmha_dropout_pick(w[0], w[1], w[2], w[3], (c0 + cc) & 15) < d->threshold)
+                    s[i] = 0.0f;
+            }
+        }
+    }
+}
+
+#if defined(CKT_HAS_MMA_SYNC)
+/* The same mask on P once packed to 16-bit pairs for the second MMA
+ * (ckt_warp_acc_to_a: pf[q] holds accumulator registers 2q, the low half,
+ * and 2q + 1, the high half: one row, columns c and c + 1, bytes k and k + 1
+ * of one Philox word). There the fp32 tile is dead: 32 fewer live registers
+ * than ckt_fmha_dropout_tile on s[] needs, which spilled the d128 forward on
+ * sm_90 (at 255). Zeroed halves are +0 in fp16 and bf16. */
+CKT_INLINE CKT_DEVICE void ckt_fmha_dropout_tile_packed(uint32_t *pf, const ckt_fmha_dropout *d, uint32_t bh0,
+                                                        int row0, int n0, int wm, int bn, int lane, int pack)
+{
+    const int c0 = ckt_fmha_acc_col(0, lane, wm, bn);
+    CKT_UNROLL_BY(1) /* one row slot at a time: unrolled, the Philox chains overlapped and spilled */
+    for (int r = 0; r < CKT_FMHA_ROW_SLOTS(wm); r++) {
+        const int m = row0 + ckt_fmha_acc_row(r, lane);
+        CKT_UNROLL
+        for (int gq = 0; gq < bn / 16; gq++) {
+            uint32_t w[4];
+            ckt_fmha_dropout_words(w, d, bh0 + (uint32_t)(m % pack), m / pack, (n0 >> 4) + gq);
+            CKT_UNROLL
+            for (int q = 0; q < CKT_WARP_ACC_REGS(wm, bn) / 2; q++) {
+                const int cc = ckt_fmha_acc_col(2 * q, 0, wm, bn);
+                if (ckt_fmha_acc_slot(2 * q, bn) != r || cc / 16 != gq)
+                    continue; /* compile-time after unrolling */
+                const int k = (c0 + cc) & 15; /* even: k + 1 is the next byte of the same word */
+                const uint32_t lo = ckt_fmha_dropout_pick(w[0], w[1], w[2], w[3], k);
+                const uint32_t hi = ckt_fmha_dropout_pick(w[0], w[1], w[2], w[3], k + 1);
+                pf[q] &= (lo >= d->threshold ? 0x0000ffffu : 0u) | (hi >= d->threshold ? 0xffff0000u : 0u);
+            }
+        }
+    }
+}
+#endif
+
+/* o-scale factors inv[r] *= 1 / (1 - p) (the epilogue's 1 / l of each row slot). */
+CKT_INLINE CKT_DEVICE void ckt_fmha_dropout_scale_rows(float *inv, const ckt_fmha_dropout *d, int wm)
+{
+    CKT_UNROLL
+    for (int r = 0; r < CKT_FMHA_ROW_SLOTS(wm); r++)
+        inv[r] *= d->scale;
+}
+#endif /* CKT_HAS_MMA_SYNC || CKT_HAS_MFMA */
+
+#endif /* CKT_FMHA_DROPOUT_H */
