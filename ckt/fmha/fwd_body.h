@@ -30,7 +30,8 @@
  *   load Q_i; O = 0, m = -inf, l = 0                     ckt/fmha/softmax.h
  *   for each visible key tile j (K_j, V_j in a cp.async ring):   ckt/fmha/fwd_mainloop_body.h
  *       S = Q_i K_j^T                                    warp MMA (ckt/tile/mma.h)
- *       soft-cap; mask where the tile is cut            softmax.h, mask.h
+ *       soft-cap, or bias / ALiBi (scale folded in);    softmax.h, bias.h
+ *       mask where the tile is cut                      mask.h
  *       m_new = max(m, rowmax S); P = exp2(S f - m_new)  softmax.h (scale f folded
  *       l = l exp2(m - m_new) + rowsum P                 into the exp2's FMA)
  *       O = O exp2(m - m_new) + P V_j                    (rescale only when m grew)
@@ -75,6 +76,7 @@
 #endif
 
 #include "ckt/fmha/args.h"
+#include "ckt/fmha/bias.h"
 #include "ckt/fmha/epilogue.h"
 #include "ckt/fmha/mask.h"
 #include "ckt/fmha/pack.h"
@@ -223,6 +225,10 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
     const ckt_fmha_mask_params mask = ckt_fmha_mask_make(a.mask, a.window_left, a.window_right, sq.sq, kv.sk);
     const float scale = a.scale > 0.0f ? a.scale : 1.0f / sqrtf((float)a.hdim_q);
     const int wrow0 = m0 + warp * WM; /* this warp's first tile row */
+    /* bias or ALiBi (ckt/fmha/bias.h): off = both NULL, a uniform branch in the loop */
+    const ckt_fmha_bias_params bias = ckt_fmha_bias_make(a.bias, a.bias_stride_b, a.bias_stride_h, a.bias_stride_s,
+                                                         a.alibi_slopes, a.alibi_stride_b, &mask);
+    const int bias_on = ckt_fmha_bias_on(&bias);
 
     /* views: Q[b][h][i][:], K[cb][hk][j][:], V[cb][hk][j][:], O[b][h][i][:]
      * of the entry (cb: its cache entry); a paged pool at head hk */

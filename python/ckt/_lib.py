@@ -65,6 +65,9 @@ class FwdArgs(ctypes.Structure):
         ("num_splits", _i32),
         ("workspace", _ptr), ("workspace_bytes", ctypes.c_size_t),
         ("sink", _ptr),  # attention sinks: [nhead_q] fp32 logits
+        # bias and ALiBi
+        ("bias", _ptr), ("bias_stride_b", _i64), ("bias_stride_h", _i64), ("bias_stride_s", _i64),
+        ("alibi_slopes", _ptr), ("alibi_stride_b", _i64),
     ]
 
 
@@ -91,6 +94,10 @@ class BwdArgs(ctypes.Structure):
         ("workspace", _ptr),
         ("workspace_bytes", ctypes.c_size_t),
         ("sink", _ptr), ("dsink", _ptr),  # attention sinks and their gradient
+        # bias and ALiBi, and the bias's gradient
+        ("bias", _ptr), ("bias_stride_b", _i64), ("bias_stride_h", _i64), ("bias_stride_s", _i64),
+        ("alibi_slopes", _ptr), ("alibi_stride_b", _i64),
+        ("dbias", _ptr), ("dbias_stride_b", _i64), ("dbias_stride_h", _i64), ("dbias_stride_s", _i64),
     ]
 
 
