@@ -54,6 +54,7 @@
 #endif
 
 #include "ckt/fmha/args.h"
+#include "ckt/fmha/bias.h"
 #include "ckt/fmha/mask.h"
 #include "ckt/fmha/seqlen.h"
 #include "ckt/fmha/softmax.h"
@@ -372,6 +373,23 @@ CKT_INLINE CKT_DEVICE void ckt__fmha_bwd_dsink(const ckt_fmha_bwd_args *a, float
         a->dsink[h] = -red[0];
 }
 
+/* >>device: dbias's zeros (ckt_fmha_bwd_args.dbias, ckt/fmha/bias.h):
+ * every logical element of rows x * CKT__FB_ROWS_PER_BLOCK .. of (b, h) =
+ * (block z, block y), before dq_dk_dv writes dS over the tiles the mask
+ * lets it visit (the pairs it skips are masked: their gradient is 0). */
+CKT_INLINE CKT_DEVICE void ckt__fmha_bwd_dbias_zero(const ckt_fmha_bwd_args *a)
+{
+    const int b = (int)ckt_block_idx_z(), h = (int)ckt_block_idx_y(), t = (int)ckt_thread_idx_x();
+    const ckt_fmha_seq s = ckt__fmha_bwd_seq(a, b);
+    const int i0 = (int)ckt_block_idx_x() * CKT__FB_ROWS_PER_BLOCK;
+    for (int i = i0; i < i0 + CKT__FB_ROWS_PER_BLOCK && i < s.sq; i++) {
+        uint16_t *row = (uint16_t *)a->dbias + (int64_t)b * a->dbias_stride_b + (int64_t)h * a->dbias_stride_h +
+                        (int64_t)i * a->dbias_stride_s;
+        for (int j = t; j < s.sk; j += CKT__FB_ROW_THREADS)
+            row[j] = 0;
+    }
+}
+
 /* >>device: a warp's accumulator tile to global memory, rows < nrows and
  * columns < ncols of the window starting at p (row stride ss), times mul. */
 CKT_INLINE CKT_DEVICE void ckt__fmha_bwd_store_acc(uint16_t *p, int64_t ss, const float *acc, int row0, int col0,
@@ -407,6 +425,11 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dsink_kernel), ckt_fmha_bwd_args, a, CKT__FB_ROW_T
 {
     CKT_SHARED_ARRAY(float, red, CKT__FB_ROW_THREADS);
     ckt__fmha_bwd_dsink(&a, red);
+}
+
+CKT_KERNEL_BOUNDS(CKT__FB_FN(_dbias_zero_kernel), ckt_fmha_bwd_args, a, CKT__FB_ROW_THREADS)
+{
+    ckt__fmha_bwd_dbias_zero(&a);
 }
 
 #if CKT__FB_SUPPORTED
@@ -465,6 +488,10 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
         const int hk = (int)((u - unit_start[b]) / ntiles), kt = (int)((u - unit_start[b]) % ntiles);
         const int n0 = kt * BN;
         const ckt_fmha_mask_params mk = ckt_fmha_mask_make(a.mask, a.window_left, a.window_right, sq.sq, sq.sk);
+        /* bias or ALiBi (ckt/fmha/bias.h): off = both NULL, a uniform branch */
+        const ckt_fmha_bias_params bias = ckt_fmha_bias_make(a.bias, a.bias_stride_b, a.bias_stride_h,
+                                                             a.bias_stride_s, a.alibi_slopes, a.alibi_stride_b, &mk);
+        const int bias_on = ckt_fmha_bias_on(&bias);
         /* dQ slot: deterministic, this block's rank among the blocks of (b, hk) */
         int slot = 0;
         if (meta->persistent)
@@ -598,7 +625,11 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
                 const float cap = a.softcap;
                 /* S <- cap tanh(S scale / cap) with a soft-cap (ckt/fmha/softmax.h, the
                  * forward's); to_log2 takes S to the log2 domain */
-                const float to_log2 = ckt_fmha_softcap(s_acc, CKT_WARP_ACC_REGS(SWM, SWN), scale, cap);
+                float to_log2 = ckt_fmha_softcap(s_acc, CKT_WARP_ACC_REGS(SWM, SWN), scale, cap);
+                if (bias_on) { /* S scale + B (never with a soft-cap): natural logits */
+                    ckt_fmha_bias_scores_t(s_acc, &bias, b, h, q0 + sw_n, n0 + sw_m, SWM, SWN, lane, scale, bf16);
+                    to_log2 = CKT_LOG2E;
+                }
                 if (cap > 0.0f) { /* tanh' = 1 - (S / cap)^2 (uniform branch) */
                     const float inv_cap2 = 1.0f / (cap * cap);
                     CKT_UNROLL
@@ -631,6 +662,10 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
                         }
                     }
                 }
+                if (a.dbias) /* dbias = dS, each element by one warp of one block: no reduction */
+                    ckt_fmha_dbias_store_t((uint16_t *)a.dbias, a.dbias_stride_b, a.dbias_stride_h,
+                                           a.dbias_stride_s, dp_acc, sq.sq, sq.sk, b, h, q0 + sw_n, n0 + sw_m, SWM,
+                                           SWN, lane, bf16);
                 ckt_warp_store_acc_b16(sPt, s_acc, sw_m, sw_n, SWM, SWN, 1.0f, bf16);
                 ckt_warp_store_acc_b16(sdSt, dp_acc, sw_m, sw_n, SWM, SWN, 1.0f, bf16);
             }
@@ -824,6 +859,8 @@ static inline ckt_status CKT__FB_FN(_run)(const ckt_fmha_bwd_plan *plan, const c
     const ckt_dim3 rows_block = ckt_dim3_make(CKT__FB_ROW_THREADS, 1, 1);
     if (a->seqlen_q > 0)
         CKT__FMHA_TRY(ckt_rt_launch(CKT_KERNEL_REF(CKT__FB_FN(_dot_do_o_kernel)), rows_grid, rows_block, 0, stream, a));
+    if (a->dbias && a->seqlen_q > 0 && a->seqlen_k > 0) /* zeros where the mask hides (i, j); dq_dk_dv writes the rest */
+        CKT__FMHA_TRY(ckt_rt_launch(CKT_KERNEL_REF(CKT__FB_FN(_dbias_zero_kernel)), rows_grid, rows_block, 0, stream, a));
     CKT__FMHA_TRY(ckt_rt_launch(CKT_KERNEL_REF(CKT__FB_FN(_dq_dk_dv_kernel)), ckt_dim3_make((unsigned)plan->grid, 1, 1),
                                 ckt_dim3_make(CKT__FB_T, 1, 1), CKT__FB_FN(_smem_bytes)(), stream, a));
     if (a->seqlen_q > 0)
