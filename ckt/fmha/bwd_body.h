@@ -11,7 +11,8 @@
  *   ckt_status NAME_plan(ckt_fmha_bwd_plan *plan, const ckt_fmha_bwd_traits *t);
  *   ckt_status NAME_run(const ckt_fmha_bwd_plan *plan, const ckt_fmha_bwd_args *a, ckt_stream s);
  *   int        NAME_fits(const ckt_fmha_bwd_args *a);
- * and the kernels NAME_dot_do_o_kernel, NAME_dq_dk_dv_kernel,
+ * and the kernels NAME_dot_do_o_kernel, NAME_dq_dk_dv_kernel (and _dq_dk_dv_bias_kernel,
+ * with bias or ALiBi; NAME_dbias_zero_kernel before it with dbias),
  * NAME_convert_dq_kernel and NAME_dsink_kernel (attention sinks), then #undefs the parameters (several instances per
  * translation unit are fine). Arguments: ckt_fmha_bwd_args (ckt/fmha/args.h);
  * workspace: ckt/fmha/workspace.h (NAME_plan, then ckt_fmha_bwd_prepare or
@@ -433,7 +434,12 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dbias_zero_kernel), ckt_fmha_bwd_args, a, CKT__FB_
 }
 
 #if CKT__FB_SUPPORTED
-CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
+/* dq_dk_dv's body; bias_on (a constant where it is called): the copy that
+ * adds the bias or ALiBi and writes dbias (ckt/fmha/bias.h). Two kernels
+ * below, _dq_dk_dv_kernel without and _dq_dk_dv_bias_kernel with, so that
+ * the plain kernel holds no bias code (a uniform branch in one kernel still
+ * raised nvcc's spills at 255 registers: d64 sm_90a 212 -> 428 bytes). */
+CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a, const int bias_on)
 {
     enum {
         D = CKT__FB_D, DV = CKT__FB_DV, BN = CKT__FB_BN, BM = CKT__FB_BM, QC = CKT__FB_QC,
@@ -488,10 +494,9 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
         const int hk = (int)((u - unit_start[b]) / ntiles), kt = (int)((u - unit_start[b]) % ntiles);
         const int n0 = kt * BN;
         const ckt_fmha_mask_params mk = ckt_fmha_mask_make(a.mask, a.window_left, a.window_right, sq.sq, sq.sk);
-        /* bias or ALiBi (ckt/fmha/bias.h): off = both NULL, a uniform branch */
+        /* bias or ALiBi (ckt/fmha/bias.h): used by the _bias kernel only */
         const ckt_fmha_bias_params bias = ckt_fmha_bias_make(a.bias, a.bias_stride_b, a.bias_stride_h,
                                                              a.bias_stride_s, a.alibi_slopes, a.alibi_stride_b, &mk);
-        const int bias_on = ckt_fmha_bias_on(&bias);
         /* dQ slot: deterministic, this block's rank among the blocks of (b, hk) */
         int slot = 0;
         if (meta->persistent)
@@ -662,7 +667,7 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
                         }
                     }
                 }
-                if (a.dbias) /* dbias = dS, each element by one warp of one block: no reduction */
+                if (bias_on && a.dbias) /* dbias = dS, each element by one warp of one block: no reduction */
                     ckt_fmha_dbias_store_t((uint16_t *)a.dbias, a.dbias_stride_b, a.dbias_stride_h,
                                            a.dbias_stride_s, dp_acc, sq.sq, sq.sk, b, h, q0 + sw_n, n0 + sw_m, SWM,
                                            SWN, lane, bf16);
@@ -760,6 +765,16 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
 #undef CKT__FB_SQ
 #undef CKT__FB_SDO
 #undef CKT__FB_SROWS
+}
+
+CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
+{
+    CKT__FB_FN(_dq_dk_dv_body)(a, 0);
+}
+
+CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_bias_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
+{
+    CKT__FB_FN(_dq_dk_dv_body)(a, 1);
 }
 #endif /* CKT__FB_SUPPORTED */
 
@@ -861,7 +876,8 @@ static inline ckt_status CKT__FB_FN(_run)(const ckt_fmha_bwd_plan *plan, const c
         CKT__FMHA_TRY(ckt_rt_launch(CKT_KERNEL_REF(CKT__FB_FN(_dot_do_o_kernel)), rows_grid, rows_block, 0, stream, a));
     if (a->dbias && a->seqlen_q > 0 && a->seqlen_k > 0) /* zeros where the mask hides (i, j); dq_dk_dv writes the rest */
         CKT__FMHA_TRY(ckt_rt_launch(CKT_KERNEL_REF(CKT__FB_FN(_dbias_zero_kernel)), rows_grid, rows_block, 0, stream, a));
-    CKT__FMHA_TRY(ckt_rt_launch(CKT_KERNEL_REF(CKT__FB_FN(_dq_dk_dv_kernel)), ckt_dim3_make((unsigned)plan->grid, 1, 1),
+    CKT__FMHA_TRY(ckt_rt_launch(a->bias || a->alibi_slopes ? CKT_KERNEL_REF(CKT__FB_FN(_dq_dk_dv_bias_kernel))
+                                                           : CKT_KERNEL_REF(CKT__FB_FN(_dq_dk_dv_kernel)), ckt_dim3_make((unsigned)plan->grid, 1, 1),
                                 ckt_dim3_make(CKT__FB_T, 1, 1), CKT__FB_FN(_smem_bytes)(), stream, a));
     if (a->seqlen_q > 0)
         CKT__FMHA_TRY(ckt_rt_launch(CKT_KERNEL_REF(CKT__FB_FN(_convert_dq_kernel)), rows_grid, rows_block, 0, stream, a));
