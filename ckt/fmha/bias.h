@@ -17,7 +17,12 @@
  *   ckt_fmha_bias_params p = ckt_fmha_bias_make(a.bias, a.bias_stride_b, a.bias_stride_h, a.bias_stride_s,
  *                                               a.alibi_slopes, a.alibi_stride_b, &mask);
  *   host:   x = scale * dot + ckt_fmha_bias_value_f64(&p, dtype, b, h, i, j)      (ckt/fmha/ref.h)
- *   device: if (ckt_fmha_bias_on(&p)) { ckt_fmha_bias_scores(s, &p, ...); to_log2 = CKT_LOG2E; }
+ *   device: if (bias_on) { ckt_fmha_bias_scores(s, &p, ...); to_log2 = CKT_LOG2E; }
+ *
+ * bias_on is a compile-time constant in the kernels: each forward / backward
+ * instance compiles a second kernel with the bias (NAME_bias_kernel,
+ * NAME_dq_dk_dv_bias_kernel) from the same body, so the plain kernels hold
+ * no bias code and lose no registers to it (docs/fmha.md, "Bias and ALiBi").
  *
  * The kernels fold the scale into the bias's FMA (s = s * scale + B), after
  * which the scores are in natural units and to_log2 is log2(e). Elements

@@ -24,7 +24,8 @@
  *                  keys). Its block keeps K and V of the tile in shared memory
  *                  and dK, dV in registers, and walks every query head of hk
  *                  and every query tile of BM rows the mask lets see the keys:
- *                    S^T  = K Q^T              (recomputed logits)
+ *                    S^T  = K Q^T              (recomputed logits; + B^T with bias / ALiBi,
+ *                                              ckt/fmha/bias.h: the _bias kernel)
  *                    P^T  = exp2(S^T * log2e*scale - LSE*log2e)   (0 where masked)
  *                    dP^T = V dO^T
  *                    dS^T = P^T * (dP^T - D)   (* (1 - tanh^2) with a soft-cap)
@@ -35,6 +36,8 @@
  *   (4. dsink:     with attention sinks, dsink[h] = -sum exp(sink[h] - LSE) D
  *                  over every row of head h, a fixed-order reduction. The
  *                  sinks change nothing else: LSE already holds them.)
+ *   (dbias:        with bias and dbias, dbias = dS, stored by the _bias kernel
+ *                  where it computes dS; dbias_zero before it zeroes the rest.)
  * Deterministic mode: a persistent grid whose blocks own contiguous unit
  * ranges (the plan's partition); a block adds its dQ contributions to its own
  * slot without atomics. Otherwise one block per unit, dQ by fp32 atomics.
