@@ -26,7 +26,7 @@ ab() { # name binary args...
   done
   local mp ms_
   mp=$(echo $p | tr ' ' '\n' | median); ms_=$(echo $s | tr ' ' '\n' | median)
-  printf '%-40s plain %9.4f ms  dropout %9.4f ms  dropout/plain %.3f\n' "$name" "$mp" "$ms_" "$(echo "$ms_ / $mp" | bc -l)"
+  printf '%-40s plain %9.4f ms  dropout %9.4f ms  dropout/plain %.3f\n' "$name" "$mp" "$ms_" "$(awk -v a="$ms_" -v b="$mp" 'BEGIN {print a / b}')"
 }
 off() { # name binary baseline-binary args...: the plain path, this build against the baseline
   local name="$1" bin="$2" base="$3"; shift 3
@@ -38,7 +38,7 @@ off() { # name binary baseline-binary args...: the plain path, this build agains
   done
   local mp mb
   mp=$(echo $p | tr ' ' '\n' | median); mb=$(echo $b | tr ' ' '\n' | median)
-  printf '%-40s base  %9.4f ms  this    %9.4f ms  this/base     %.3f\n' "off: $name" "$mb" "$mp" "$(echo "$mp / $mb" | bc -l)"
+  printf '%-40s base  %9.4f ms  this    %9.4f ms  this/base     %.3f\n' "off: $name" "$mb" "$mp" "$(awk -v a="$mp" -v b="$mb" 'BEGIN {print a / b}')"
 }
 pts_fwd=("fwd b4 h16 s4096 d128 causal|-b=4 -h=16 -s=4096 -d=128 -mask=b -prec=bf16 -lse=1"
          "fwd b1 h16 s16384 d128 causal|-b=1 -h=16 -s=16384 -d=128 -mask=b -prec=bf16 -lse=1"

@@ -12,6 +12,7 @@
 
 #include "ckt/fmha/appendkv_fwd.h" /* the forward's view of the cache an append filled */
 #include "ckt/fmha/args.h"
+#include "ckt/fmha/bias.h"     /* additive bias and ALiBi */
 #include "ckt/fmha/dispatch.h" /* ckt_fmha_fwd: the compiled instances of libckt_fmha */
 #include "ckt/fmha/plan.h"     /* plans of libckt_fmha's calls: stages, workspace */
 #include "ckt/fmha/ref.h"      /* CPU reference of the forward, FLOP count, comparison */

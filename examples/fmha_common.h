@@ -444,4 +444,61 @@ static inline double fmha_scale(const ckt_fmha_fwd_args *a)
     return a->scale != 0.0f ? (double)a->scale : 1.0 / sqrt((double)a->hdim_q);
 }
 
+/* >>bias: -bias=n|e|a, CK's option (also 0 / 1 / 2): none, an elementwise
+ * bias [batch][nhead_q][seqlen_q][seqlen_k] (dense, the args' dtype,
+ * uniform in [-1, 1] from the seed; group mode: max lengths, logical
+ * positions), or ALiBi with the paper's slopes 2^(-8 (h + 1) / nhead_q)
+ * shared by the batch. ckt/fmha/bias.h has the semantics. */
+typedef struct fmha_bias {
+    int kind;         /* 0 none, 1 elementwise, 2 ALiBi */
+    void *host, *dev; /* the tensor or the slopes, host and device copies */
+    int64_t sb, sh, ss;
+} fmha_bias;
+
+/* The kind of a -bias value, -1 when it is none of the spellings. */
+static inline int fmha_bias_parse(const char *s)
+{
+    if (!strcmp(s, "n") || !strcmp(s, "0"))
+        return 0;
+    if (!strcmp(s, "e") || !strcmp(s, "1"))
+        return 1;
+    if (!strcmp(s, "a") || !strcmp(s, "2"))
+        return 2;
+    return -1;
+}
+
+static inline const char *fmha_bias_name(int kind)
+{
+    return kind == 1 ? "e" : kind == 2 ? "a" : "n";
+}
+
+static inline void fmha_bias_make(fmha_bias *bi, int kind, ckt_dtype dt, int batch, int nhead, int sq, int sk,
+                                  uint64_t seed)
+{
+    memset(bi, 0, sizeof *bi);
+    bi->kind = kind;
+    if (kind == 1) {
+        const size_t n = (size_t)batch * nhead * sq * sk, es = ckt_dtype_size(dt);
+        bi->ss = sk;
+        bi->sh = (int64_t)sq * sk;
+        bi->sb = (int64_t)nhead * sq * sk;
+        bi->host = fmha_host_alloc(n, es);
+        CHECK(ckt_fill(bi->host, dt, n, ckt_init_uniform(-1, 1), seed));
+        bi->dev = fmha_device_copy(bi->host, n * es);
+    } else if (kind == 2) {
+        float *sl = (float *)fmha_host_alloc((size_t)nhead, 4);
+        for (int h = 0; h < nhead; h++)
+            sl[h] = (float)pow(2.0, -8.0 * (h + 1) / nhead);
+        bi->host = sl;
+        bi->dev = fmha_device_copy(sl, (size_t)nhead * 4);
+    }
+}
+
+static inline void fmha_bias_free(fmha_bias *bi)
+{
+    ckt_rt_free(bi->dev);
+    free(bi->host);
+    memset(bi, 0, sizeof *bi);
+}
+
 #endif /* CKT_EXAMPLES_FMHA_COMMON_H */

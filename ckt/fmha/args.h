@@ -155,6 +155,23 @@ typedef struct ckt_fmha_fwd_args {
      * P: at least every (i, j) the mask lets query i see; the rest untouched. */
     uint8_t *randval;
     int64_t randval_stride_b, randval_stride_h, randval_stride_s;
+    /* >>bias: bias and ALiBi (ckt/fmha/bias.h, docs/fmha.md). Both add to
+     * the scaled logits before the mask and the softmax:
+     *   s_ij = scale * Q[b][h][i] . K[b][h/g][j] + B[b][h][i][j]
+     * Elementwise bias, in the args' dtype, addressed per logical (entry b,
+     * query head h, query i, key j) of the entry, in batch and group mode
+     * alike (group mode: i and j count from the entry's start):
+     *   B[b][h][i][j] = bias[b*bias_stride_b + h*bias_stride_h + i*bias_stride_s + j]
+     * (a zero stride broadcasts over that dimension). ALiBi, no tensor read:
+     *   B[b][h][i][j] = -slope * |j - i - off|,  slope = alibi_slopes[b*alibi_stride_b + h]
+     * off the mask's diagonal offset (ckt/fmha/mask.h: 0 top-left and for
+     * CKT_MASK_NONE, seqlen_k - seqlen_q bottom-right, per entry). At most
+     * one of the two per call, and neither with a soft-cap (errors naming
+     * alibi_slopes / bias). */
+    const void *bias; /* optional, device, dtype; NULL: none */
+    int64_t bias_stride_b, bias_stride_h, bias_stride_s; /* elements; unit stride on j */
+    const float *alibi_slopes; /* optional, device, fp32; NULL: none */
+    int64_t alibi_stride_b;    /* 0: [nhead_q] for every entry; else [batch][nhead_q] rows this far apart */
 } ckt_fmha_fwd_args;
 
 /* >>backward: ckt_fmha_bwd_args
@@ -232,6 +249,21 @@ typedef struct ckt_fmha_bwd_args {
     float p_drop;
     uint64_t drop_seed, drop_offset;
     const uint64_t *drop_seed_offset; /* optional, device, {seed, offset}: read by the kernel instead (graphs) */
+    /* >>bias: bias and ALiBi, the forward's (ckt_fmha_fwd_args, same
+     * fields, same meaning: the LSE given holds them), and the bias's
+     * gradient dbias = dS, the gradient of the scaled logits s_ij:
+     *   dbias[b*dbias_stride_b + h*dbias_stride_h + i*dbias_stride_s + j] = dS[b][h][i][j]
+     * for every logical (b, h, i, j) of the entries (written, not
+     * accumulated; 0 where the mask hides (i, j); padding untouched).
+     * Needs bias; no broadcast: dbias_stride_b (batch > 1) and
+     * dbias_stride_h (nhead_q > 1) must be nonzero (reduce over a broadcast
+     * dimension afterwards). ALiBi has no gradient. */
+    const void *bias; /* optional, device, dtype; NULL: none */
+    int64_t bias_stride_b, bias_stride_h, bias_stride_s;
+    const float *alibi_slopes; /* optional, device, fp32; NULL: none */
+    int64_t alibi_stride_b;
+    void *dbias; /* optional, device, dtype, written; NULL: not wanted (needs bias) */
+    int64_t dbias_stride_b, dbias_stride_h, dbias_stride_s;
 } ckt_fmha_bwd_args;
 
 /* >>append-KV: ckt_fmha_appendkv_args (kernel: ckt/fmha/appendkv_body.h)

@@ -11,7 +11,8 @@
  *   ckt_status NAME_plan(ckt_fmha_bwd_plan *plan, const ckt_fmha_bwd_traits *t);
  *   ckt_status NAME_run(const ckt_fmha_bwd_plan *plan, const ckt_fmha_bwd_args *a, ckt_stream s);
  *   int        NAME_fits(const ckt_fmha_bwd_args *a);
- * and the kernels NAME_dot_do_o_kernel, NAME_dq_dk_dv_kernel,
+ * and the kernels NAME_dot_do_o_kernel, NAME_dq_dk_dv_kernel (and _dq_dk_dv_bias_kernel,
+ * with bias or ALiBi; NAME_dbias_zero_kernel before it with dbias),
  * NAME_convert_dq_kernel and NAME_dsink_kernel (attention sinks), then #undefs the parameters (several instances per
  * translation unit are fine). Arguments: ckt_fmha_bwd_args (ckt/fmha/args.h);
  * workspace: ckt/fmha/workspace.h (NAME_plan, then ckt_fmha_bwd_prepare or
@@ -23,7 +24,8 @@
  *                  keys). Its block keeps K and V of the tile in shared memory
  *                  and dK, dV in registers, and walks every query head of hk
  *                  and every query tile of BM rows the mask lets see the keys:
- *                    S^T  = K Q^T              (recomputed logits)
+ *                    S^T  = K Q^T              (recomputed logits; + B^T with bias / ALiBi,
+ *                                              ckt/fmha/bias.h: the _bias kernel)
  *                    P^T  = exp2(S^T * log2e*scale - LSE*log2e)   (0 where masked)
  *                    dP^T = V dO^T
  *                    dS^T = P^T * (dP^T - D)   (* (1 - tanh^2) with a soft-cap)
@@ -36,6 +38,8 @@
  *   (4. dsink:     with attention sinks, dsink[h] = -sum exp(sink[h] - LSE) D
  *                  over every row of head h, a fixed-order reduction. The
  *                  sinks change nothing else: LSE already holds them.)
+ *   (dbias:        with bias and dbias, dbias = dS, stored by the _bias kernel
+ *                  where it computes dS; dbias_zero before it zeroes the rest.)
  * Deterministic mode: a persistent grid whose blocks own contiguous unit
  * ranges (the plan's partition); a block adds its dQ contributions to its own
  * slot without atomics. Otherwise one block per unit, dQ by fp32 atomics.
@@ -57,6 +61,7 @@
 
 #include "ckt/fmha/args.h"
 #include "ckt/fmha/dropout.h"
+#include "ckt/fmha/bias.h"
 #include "ckt/fmha/mask.h"
 #include "ckt/fmha/seqlen.h"
 #include "ckt/fmha/softmax.h"
@@ -375,6 +380,23 @@ CKT_INLINE CKT_DEVICE void ckt__fmha_bwd_dsink(const ckt_fmha_bwd_args *a, float
         a->dsink[h] = -red[0];
 }
 
+/* >>device: dbias's zeros (ckt_fmha_bwd_args.dbias, ckt/fmha/bias.h):
+ * every logical element of rows x * CKT__FB_ROWS_PER_BLOCK .. of (b, h) =
+ * (block z, block y), before dq_dk_dv writes dS over the tiles the mask
+ * lets it visit (the pairs it skips are masked: their gradient is 0). */
+CKT_INLINE CKT_DEVICE void ckt__fmha_bwd_dbias_zero(const ckt_fmha_bwd_args *a)
+{
+    const int b = (int)ckt_block_idx_z(), h = (int)ckt_block_idx_y(), t = (int)ckt_thread_idx_x();
+    const ckt_fmha_seq s = ckt__fmha_bwd_seq(a, b);
+    const int i0 = (int)ckt_block_idx_x() * CKT__FB_ROWS_PER_BLOCK;
+    for (int i = i0; i < i0 + CKT__FB_ROWS_PER_BLOCK && i < s.sq; i++) {
+        uint16_t *row = (uint16_t *)a->dbias + (int64_t)b * a->dbias_stride_b + (int64_t)h * a->dbias_stride_h +
+                        (int64_t)i * a->dbias_stride_s;
+        for (int j = t; j < s.sk; j += CKT__FB_ROW_THREADS)
+            row[j] = 0;
+    }
+}
+
 /* >>device: a warp's accumulator tile to global memory, rows < nrows and
  * columns < ncols of the window starting at p (row stride ss), times mul. */
 CKT_INLINE CKT_DEVICE void ckt__fmha_bwd_store_acc(uint16_t *p, int64_t ss, const float *acc, int row0, int col0,
@@ -412,8 +434,18 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dsink_kernel), ckt_fmha_bwd_args, a, CKT__FB_ROW_T
     ckt__fmha_bwd_dsink(&a, red);
 }
 
+CKT_KERNEL_BOUNDS(CKT__FB_FN(_dbias_zero_kernel), ckt_fmha_bwd_args, a, CKT__FB_ROW_THREADS)
+{
+    ckt__fmha_bwd_dbias_zero(&a);
+}
+
 #if CKT__FB_SUPPORTED
-CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
+/* dq_dk_dv's body; bias_on (a constant where it is called): the copy that
+ * adds the bias or ALiBi and writes dbias (ckt/fmha/bias.h). Two kernels
+ * below, _dq_dk_dv_kernel without and _dq_dk_dv_bias_kernel with, so that
+ * the plain kernel holds no bias code (a uniform branch in one kernel still
+ * raised nvcc's spills at 255 registers: d64 sm_90a 212 -> 428 bytes). */
+CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a, const int bias_on)
 {
     enum {
         D = CKT__FB_D, DV = CKT__FB_DV, BN = CKT__FB_BN, BM = CKT__FB_BM, QC = CKT__FB_QC,
@@ -468,6 +500,9 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
         const int hk = (int)((u - unit_start[b]) / ntiles), kt = (int)((u - unit_start[b]) % ntiles);
         const int n0 = kt * BN;
         const ckt_fmha_mask_params mk = ckt_fmha_mask_make(a.mask, a.window_left, a.window_right, sq.sq, sq.sk);
+        /* bias or ALiBi (ckt/fmha/bias.h): used by the _bias kernel only */
+        const ckt_fmha_bias_params bias = ckt_fmha_bias_make(a.bias, a.bias_stride_b, a.bias_stride_h,
+                                                             a.bias_stride_s, a.alibi_slopes, a.alibi_stride_b, &mk);
         /* dQ slot: deterministic, this block's rank among the blocks of (b, hk) */
         int slot = 0;
         if (meta->persistent)
@@ -601,7 +636,11 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
                 const float cap = a.softcap;
                 /* S <- cap tanh(S scale / cap) with a soft-cap (ckt/fmha/softmax.h, the
                  * forward's); to_log2 takes S to the log2 domain */
-                const float to_log2 = ckt_fmha_softcap(s_acc, CKT_WARP_ACC_REGS(SWM, SWN), scale, cap);
+                float to_log2 = ckt_fmha_softcap(s_acc, CKT_WARP_ACC_REGS(SWM, SWN), scale, cap);
+                if (bias_on) { /* S scale + B (never with a soft-cap): natural logits */
+                    ckt_fmha_bias_scores_t(s_acc, &bias, b, h, q0 + sw_n, n0 + sw_m, SWM, SWN, lane, scale, bf16);
+                    to_log2 = CKT_LOG2E;
+                }
                 if (a.p_drop > 0.0f) { /* dropout (ckt/fmha/dropout.h), uniform branch: the forward's mask Z
                                         * regenerated; dV takes P o Z / (1 - p), dS = P (Z / (1 - p) dP - D) (* tanh') */
                     const ckt_fmha_dropout dr =
@@ -661,6 +700,10 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
                         }
                     }
                 }
+                if (bias_on && a.dbias) /* dbias = dS, each element by one warp of one block: no reduction */
+                    ckt_fmha_dbias_store_t((uint16_t *)a.dbias, a.dbias_stride_b, a.dbias_stride_h,
+                                           a.dbias_stride_s, dp_acc, sq.sq, sq.sk, b, h, q0 + sw_n, n0 + sw_m, SWM,
+                                           SWN, lane, bf16);
                 ckt_warp_store_acc_b16(sPt, s_acc, sw_m, sw_n, SWM, SWN, 1.0f, bf16);
                 ckt_warp_store_acc_b16(sdSt, dp_acc, sw_m, sw_n, SWM, SWN, 1.0f, bf16);
             }
@@ -755,6 +798,16 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
 #undef CKT__FB_SQ
 #undef CKT__FB_SDO
 #undef CKT__FB_SROWS
+}
+
+CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
+{
+    CKT__FB_FN(_dq_dk_dv_body)(a, 0);
+}
+
+CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_bias_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
+{
+    CKT__FB_FN(_dq_dk_dv_body)(a, 1);
 }
 #endif /* CKT__FB_SUPPORTED */
 
@@ -854,7 +907,10 @@ static inline ckt_status CKT__FB_FN(_run)(const ckt_fmha_bwd_plan *plan, const c
     const ckt_dim3 rows_block = ckt_dim3_make(CKT__FB_ROW_THREADS, 1, 1);
     if (a->seqlen_q > 0)
         CKT__FMHA_TRY(ckt_rt_launch(CKT_KERNEL_REF(CKT__FB_FN(_dot_do_o_kernel)), rows_grid, rows_block, 0, stream, a));
-    CKT__FMHA_TRY(ckt_rt_launch(CKT_KERNEL_REF(CKT__FB_FN(_dq_dk_dv_kernel)), ckt_dim3_make((unsigned)plan->grid, 1, 1),
+    if (a->dbias && a->seqlen_q > 0 && a->seqlen_k > 0) /* zeros where the mask hides (i, j); dq_dk_dv writes the rest */
+        CKT__FMHA_TRY(ckt_rt_launch(CKT_KERNEL_REF(CKT__FB_FN(_dbias_zero_kernel)), rows_grid, rows_block, 0, stream, a));
+    CKT__FMHA_TRY(ckt_rt_launch(a->bias || a->alibi_slopes ? CKT_KERNEL_REF(CKT__FB_FN(_dq_dk_dv_bias_kernel))
+                                                           : CKT_KERNEL_REF(CKT__FB_FN(_dq_dk_dv_kernel)), ckt_dim3_make((unsigned)plan->grid, 1, 1),
                                 ckt_dim3_make(CKT__FB_T, 1, 1), CKT__FB_FN(_smem_bytes)(), stream, a));
     if (a->seqlen_q > 0)
         CKT__FMHA_TRY(ckt_rt_launch(CKT_KERNEL_REF(CKT__FB_FN(_convert_dq_kernel)), rows_grid, rows_block, 0, stream, a));

@@ -15,8 +15,8 @@
  *   int        my_attn_d128_bf16_block_m, my_attn_d128_bf16_block_n   (the tile, enum constants)
  * Optional: CKT_FMHA_KV_CACHE 0 compiles the instance without the KV cache
  * (plain tensors only, 2% faster on H200; fits() declines cache calls).
- * and the kernels my_attn_d128_bf16_kernel, _combine_kernel (split-KV) and
- * _randval_kernel (dropout's random bytes, for tests),
+ * and the kernels my_attn_d128_bf16_kernel, _bias_kernel (with bias or ALiBi),
+ * _combine_kernel (split-KV) and _randval_kernel (dropout's random bytes, for tests),
  * then #undefs the parameters, so a
  * translation unit may include the body again for another instance. Head dims
  * below the instance's (multiples of 8) run with zero padding. Everything else
@@ -31,7 +31,8 @@
  *   load Q_i; O = 0, m = -inf, l = 0                     ckt/fmha/softmax.h
  *   for each visible key tile j (K_j, V_j in a cp.async ring):   ckt/fmha/fwd_mainloop_body.h
  *       S = Q_i K_j^T                                    warp MMA (ckt/tile/mma.h)
- *       soft-cap; mask where the tile is cut            softmax.h, mask.h
+ *       soft-cap, or bias / ALiBi (scale folded in);    softmax.h, bias.h
+ *       mask where the tile is cut                      mask.h
  *       m_new = max(m, rowmax S); P = exp2(S f - m_new)  softmax.h (scale f folded
  *       l = l exp2(m - m_new) + rowsum P                 into the exp2's FMA)
  *       (dropout: P o Z, Z a Philox mask)              ckt/fmha/dropout.h
@@ -78,6 +79,7 @@
 
 #include "ckt/fmha/args.h"
 #include "ckt/fmha/dropout.h"
+#include "ckt/fmha/bias.h"
 #include "ckt/fmha/epilogue.h"
 #include "ckt/fmha/mask.h"
 #include "ckt/fmha/pack.h"
@@ -192,9 +194,14 @@ CKT_STATIC_ASSERT(CKT_ROWS_REGS(CKT__FMHA_BM, CKT__FMHA_DV, CKT__FMHA_THREADS, 2
                   "the O tile of a block exceeds CKT_FMHA_STORE_O_REGS_MAX registers a thread (ckt/fmha/epilogue.h): "
                   "use fewer query rows or more warps");
 
-/* >>device: the kernel, FlashAttention-2's forward for one (batch, head, query tile) */
+/* >>device: the kernel, FlashAttention-2's forward for one (batch, head,
+ * query tile); bias_on (a constant where it is called): the copy with the
+ * bias or ALiBi (ckt/fmha/bias.h). Two kernels below, _kernel without and
+ * _bias_kernel with: the plain kernel holds no bias code at all (a uniform
+ * branch in one kernel still cost registers: nvcc d64 sm_90a went from 253
+ * registers to 255 and 800 bytes of spills). */
 
-CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS)
+CKT_INLINE CKT_DEVICE void CKT__FMHA_FN(_body)(const ckt_fmha_fwd_args a, const int bias_on)
 {
     enum { D = CKT__FMHA_D, DV = CKT__FMHA_DV, BM = CKT__FMHA_BM, BN = CKT__FMHA_BN, WM = CKT__FMHA_WM };
     enum { ROWS = CKT_FMHA_ROW_SLOTS(WM) }; /* query rows a lane holds (ckt/fmha/softmax.h) */
@@ -226,6 +233,9 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
     const ckt_fmha_mask_params mask = ckt_fmha_mask_make(a.mask, a.window_left, a.window_right, sq.sq, kv.sk);
     const float scale = a.scale > 0.0f ? a.scale : 1.0f / sqrtf((float)a.hdim_q);
     const int wrow0 = m0 + warp * WM; /* this warp's first tile row */
+    /* bias or ALiBi (ckt/fmha/bias.h): in the _bias_kernel only */
+    const ckt_fmha_bias_params bias = ckt_fmha_bias_make(a.bias, a.bias_stride_b, a.bias_stride_h, a.bias_stride_s,
+                                                         a.alibi_slopes, a.alibi_stride_b, &mask);
 
     /* views: Q[b][h][i][:], K[cb][hk][j][:], V[cb][hk][j][:], O[b][h][i][:]
      * of the entry (cb: its cache entry); a paged pool at head hk */
@@ -365,6 +375,16 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
 #undef CKT__FMHA_SK
 #undef CKT__FMHA_SV
 #undef CKT__FMHA_LOAD_KV_FROM
+}
+
+CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS)
+{
+    CKT__FMHA_FN(_body)(a, 0);
+}
+
+CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_bias_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS)
+{
+    CKT__FMHA_FN(_body)(a, 1);
 }
 
 /* >>device: split-KV's combine (ckt/fmha/splitkv.h): output rows from the
@@ -512,7 +532,8 @@ static inline ckt_status CKT__FMHA_FN(_launch)(const ckt_fmha_fwd_args *a, ckt_s
             return ckt__fail(CKT_ERROR_UNSUPPORTED, "num_splits: %d splits x batch %d exceed the grid's 65535",
                              k.num_splits, a->batch);
     }
-    st = ckt_rt_launch(CKT_KERNEL_REF(CKT__FMHA_FN(_kernel)),
+    st = ckt_rt_launch(a->bias || a->alibi_slopes ? CKT_KERNEL_REF(CKT__FMHA_FN(_bias_kernel))
+                                                  : CKT_KERNEL_REF(CKT__FMHA_FN(_kernel)),
                        ckt_fmha_fwd_grid(a->batch, CKT__FMHA_FN(_grid_heads)(a), CKT__FMHA_FN(_grid_rows)(a), CKT__FMHA_BM,
                                          k.num_splits),
                        ckt_dim3_make(CKT__FMHA_THREADS, 1, 1), CKT__FMHA_SMEM_BYTES, stream, &k);

@@ -50,9 +50,14 @@
         }
 #endif
 
-        /* scores soft-capped, masked to -inf where the mask or the end of
-         * the keys cuts the tile (only there: the test is per element) */
-        const float to_log2 = ckt_fmha_softcap(s_acc, CKT_WARP_ACC_REGS(WM, BN), scale, a.softcap);
+        /* scores soft-capped (or biased: s scale + B, natural logits; never
+         * both), masked to -inf where the mask or the end of the keys cuts
+         * the tile (only there: the test is per element) */
+        float to_log2 = ckt_fmha_softcap(s_acc, CKT_WARP_ACC_REGS(WM, BN), scale, a.softcap);
+        if (bias_on) { /* a constant: _bias_kernel's copy only */
+            ckt_fmha_bias_scores(s_acc, &bias, b, h, wrow0, n0, WM, BN, lane, g, scale, CKT__FMHA_BF16);
+            to_log2 = CKT_LOG2E;
+        }
         if (!full)
             ckt_fmha_mask_scores(s_acc, &mask, wrow0, n0, WM, BN, lane, g);
 

@@ -25,6 +25,7 @@
  *   s_j = cap * tanh(s_j / cap)                    when softcap > 0
  *   visible j: 0 <= j < sk and j - i - off in [-left, right] (ckt/fmha/mask.h)
  *   O = sum_j softmax(s)_j V[b][h/g][j], LSE = log sum_j exp(s_j)   (natural log)
+ *   s_j += B[b][h][i][j]   bias (read as the view's dtype) or ALiBi (ckt/fmha/bias.h; never with a soft-cap)
  * A row with no visible key (also sk = 0) gets O = 0 and LSE = -inf.
  * With sink (a host array of nhead_q logits in the view): the softmax's
  * denominator and LSE add exp(sink[h]) (no value), so such a row gets O = 0
@@ -39,6 +40,7 @@
 
 #include "ckt/fmha/args.h"
 #include "ckt/fmha/dropout.h"
+#include "ckt/fmha/bias.h"
 #include "ckt/fmha/mask.h"
 #include "ckt/fmha/page.h"
 #include "ckt/fmha/seqlen.h"
@@ -178,6 +180,8 @@ static inline ckt_status ckt__ref_fmha_check(const ckt_fmha_fwd_args *h, const f
     if (!(h->p_drop >= 0.0f && h->p_drop < 1.0f))
         return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "ckt_ref_fmha_fwd: p_drop: %g (must be in [0, 1))",
                          (double)h->p_drop);
+    CKT__FMHA_TRY(ckt__fmha_check_bias(h->bias, h->bias_stride_b, h->bias_stride_h, h->bias_stride_s, h->alibi_slopes,
+                                       h->alibi_stride_b, h->softcap));
     if (ckt_fmha_fwd_is_empty(h))
         return CKT_SUCCESS;
     if (!o_ref || !h->q || (h->seqlen_k > 0 && (!h->k || !h->v)))
@@ -241,6 +245,12 @@ static inline ckt_status ckt_ref_fmha_fwd(const ckt_fmha_fwd_args *h, float *o_r
                         qrow[d] = ckt_load_f32(h->q, h->dtype, (size_t)(qo + d));
                     int64_t lo, hi;
                     ckt_fmha_fwd_row_keys(h, i, e.sq, e.sk, &lo, &hi);
+                    /* bias or ALiBi of (b, head, i, j): ckt/fmha/bias.h */
+                    const ckt_fmha_mask_params mk =
+                        ckt_fmha_mask_make(h->mask, h->window_left, h->window_right, (int)e.sq, (int)e.sk);
+                    const ckt_fmha_bias_params bp = ckt_fmha_bias_make(h->bias, h->bias_stride_b, h->bias_stride_h,
+                                                                       h->bias_stride_s, h->alibi_slopes,
+                                                                       h->alibi_stride_b, &mk);
                     double mx = -INFINITY;
                     for (int64_t j = lo; j < hi; j++) {
                         /* s_j = scale * Q[b][head][i] . K[b][hk][j] */
@@ -251,6 +261,7 @@ static inline ckt_status ckt_ref_fmha_fwd(const ckt_fmha_fwd_args *h, float *o_r
                         double x = scale * dot;
                         if (cap > 0.0)
                             x = cap * tanh(x / cap);
+                        x += ckt_fmha_bias_value_f64(&bp, h->dtype, b, head, (int)i, (int)j); /* 0 without */
                         s[j] = x;
                         mx = x > mx ? x : mx;
                     }

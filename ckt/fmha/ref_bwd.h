@@ -23,7 +23,8 @@
  *
  * Math, per batch entry b (logical lengths sq, sk), query head h, kv head
  * hk = h / (nhead_q / nhead_k), query i, visible key j (ckt/fmha/mask.h):
- *   x_ij  = scale * Q[b][h][i] . K[b][hk][j]         scale 0 -> 1/sqrt(hdim_q)
+ *   x_ij  = scale * Q[b][h][i] . K[b][hk][j] + B_ij  scale 0 -> 1/sqrt(hdim_q); B the bias or
+ *                                                    ALiBi (ckt/fmha/bias.h), 0 without
  *   S_ij  = cap * tanh(x_ij / cap) when softcap > 0, else x_ij
  *   P_ij  = exp(S_ij - LSE[b][h][i])                 the GIVEN LSE (the kernel's input), not
  *                                                    a recomputed one; LSE = -inf: P = 0
@@ -48,14 +49,19 @@
  * Attention sinks: dQ, dK, dV take them through the given LSE alone;
  * their own gradient is ckt_ref_fmha_bwd_dsink (below).
  *
+ * Bias: dbias_ij = dS_ij (ckt_ref_fmha_bwd_ex's dbias_ref, fp32 at the
+ * view's dbias_stride_* offsets, every logical (b, h, i, j) written, 0
+ * where the mask hides it).
+ *
  * Nothing to do (success, nothing written): batch = 0, nhead_q = 0, or
- * seqlen_q = seqlen_k = 0. Limitations: no bias (the args have none); O(sq * sk * (hdim_q + hdim_v)) per head, for tests, not speed.
+ * seqlen_q = seqlen_k = 0. Limitations: O(sq * sk * (hdim_q + hdim_v)) per head, for tests, not speed.
  */
 #ifndef CKT_FMHA_REF_BWD_H
 #define CKT_FMHA_REF_BWD_H
 
 #include "ckt/fmha/args.h"
 #include "ckt/fmha/dropout.h"
+#include "ckt/fmha/bias.h"
 #include "ckt/fmha/mask.h"
 #include "ckt/fmha/seqlen.h"
 #include "ckt/fmha/validate.h" /* ckt_fmha_fwd_check_seqs: the group arrays */
@@ -418,19 +424,33 @@ typedef struct ckt__ref_fmha_bwd_softmax {
 
 /* Query row i (w->q, w->dout loaded) against every key of its kv head:
  * accumulates dK[j] and dV[j] and sets w->dq; see the math at the top. */
+/* The bias of the row (query i of entry b, head `head`) and, when dbias is
+ * not NULL, its gradient row (fp32, dbias[j] = dS_ij, 0 where masked). */
+typedef struct ckt__ref_fmha_bwd_bias_row {
+    const ckt_fmha_bias_params *p;
+    ckt_dtype dtype;
+    int b, head;
+    float *dbias;
+} ckt__ref_fmha_bwd_bias_row;
+
 static inline void ckt__ref_fmha_bwd_row(ckt__ref_fmha_bwd_scratch *w, const ckt__ref_fmha_bwd_softmax *sm,
-                                         const ckt_fmha_mask_params *m, uint32_t bh, int i, double lse, double D)
+                                         const ckt_fmha_mask_params *m, uint32_t bh, int i, double lse, double D,
+                                         const ckt__ref_fmha_bwd_bias_row *br)
 {
     const int dq = sm->hdim_q, dv = sm->hdim_v;
     for (int d = 0; d < dq; d++)
         w->dq[d] = 0.0;
+    if (br->dbias)
+        for (int j = 0; j < m->sk; j++)
+            br->dbias[j] = 0.0f;
     if (lse == -INFINITY)
         return; /* the forward saw no key: P = 0 */
     for (int j = 0; j < m->sk; j++) {
         if (!ckt_fmha_mask_visible(m, i, j))
             continue;
         const double *kj = w->k + (size_t)j * dq, *vj = w->v + (size_t)j * dv;
-        const double x = sm->scale * ckt__ref_fmha_bwd_dot(w->q, kj, dq); /* x_ij */
+        double x = sm->scale * ckt__ref_fmha_bwd_dot(w->q, kj, dq); /* x_ij */
+        x += ckt_fmha_bias_value_f64(br->p, br->dtype, br->b, br->head, i, j); /* + B_ij (0 without) */
         double s = x, ds_dx = 1.0;                                          /* S_ij, dS_ij / dx_ij */
         if (sm->cap > 0.0) {
             const double t = tanh(x / sm->cap);
@@ -441,6 +461,8 @@ static inline void ckt__ref_fmha_bwd_row(ckt__ref_fmha_bwd_scratch *w, const ckt
         const double dp = ckt__ref_fmha_bwd_dot(w->dout, vj, dv);     /* dP_ij = dO[i] . V[j] */
         const double zs = sm->drop ? (double)ckt_fmha_dropout_factor(&sm->dr, bh, i, j) : 1.0; /* Z_ij / (1 - p) */
         const double ds = p * (zs * dp - D) * ds_dx;                  /* dS_ij, w.r.t. x_ij */
+        if (br->dbias)
+            br->dbias[j] = (float)ds; /* dbias_ij = dS_ij */
         ckt__ref_fmha_bwd_axpy(w->dv + (size_t)j * dv, p * zs, w->dout, dv); /* dV[j] += P_ij zs_ij dO[i] */
         ckt__ref_fmha_bwd_axpy(w->dk + (size_t)j * dq, ds, w->q, dq);   /* dK[j] += dS_ij Q[i] */
         ckt__ref_fmha_bwd_axpy(w->dq, ds, kj, dq);                      /* dQ[i] += dS_ij K[j] */
@@ -450,6 +472,7 @@ static inline void ckt__ref_fmha_bwd_row(ckt__ref_fmha_bwd_scratch *w, const ckt
 /* The outputs of ckt_ref_fmha_bwd. */
 typedef struct ckt__ref_fmha_bwd_out {
     float *dq, *dk, *dv, *d; /* d: optional */
+    float *dbias;            /* optional, dbias_stride_* offsets */
 } ckt__ref_fmha_bwd_out;
 
 /* Entry b, kv head hk: the g = nhead_q / nhead_k query heads that share it. */
@@ -459,6 +482,12 @@ static inline void ckt__ref_fmha_bwd_kv_head(const ckt_fmha_bwd_args *h, const c
 {
     const int g = h->nhead_q / h->nhead_k;
     const ckt_fmha_mask_params m = ckt_fmha_mask_make(h->mask, h->window_left, h->window_right, e->sq, e->sk);
+    const ckt_fmha_bias_params bp = ckt_fmha_bias_make(h->bias, h->bias_stride_b, h->bias_stride_h, h->bias_stride_s,
+                                                       h->alibi_slopes, h->alibi_stride_b, &m);
+    ckt__ref_fmha_bwd_bias_row br;
+    br.p = &bp;
+    br.dtype = h->dtype;
+    br.b = b;
     ckt__ref_fmha_bwd_load(w->k, h, CKT_FMHA_BWD_TENSOR_K, h->k, b, hk, e, 0, e->sk);
     ckt__ref_fmha_bwd_load(w->v, h, CKT_FMHA_BWD_TENSOR_V, h->v, b, hk, e, 0, e->sk);
     memset(w->dk, 0, (size_t)e->sk * sm->hdim_q * sizeof(double));
@@ -473,8 +502,12 @@ static inline void ckt__ref_fmha_bwd_kv_head(const ckt_fmha_bwd_args *h, const c
             for (int d = 0; d < sm->hdim_v; d++)
                 D += w->dout[d] * (double)ckt_load_f32(h->o, h->dtype, (size_t)(oo + d));
             const int64_t lo = ckt__ref_fmha_bwd_offset(h, CKT_FMHA_BWD_TENSOR_LSE, b, head, e, i);
+            br.head = head;
+            br.dbias = out->dbias ? out->dbias + (int64_t)b * h->dbias_stride_b + (int64_t)head * h->dbias_stride_h +
+                                        (int64_t)i * h->dbias_stride_s
+                                  : NULL;
             ckt__ref_fmha_bwd_row(w, sm, &m, (uint32_t)b * (uint32_t)h->nhead_q + (uint32_t)head, i,
-                                  (double)h->lse[lo], D);
+                                  (double)h->lse[lo], D, &br);
             /* dQ[b][head][i][:] = scale * sum_j dS_ij K[j][:] */
             ckt__ref_fmha_bwd_store(out->dq, h, CKT_FMHA_BWD_TENSOR_DQ, b, head, e, i, 1, w->dq, sm->scale);
             if (out->d)
@@ -488,10 +521,26 @@ static inline void ckt__ref_fmha_bwd_kv_head(const ckt_fmha_bwd_args *h, const c
 /* dQ, dK, dV (and D when d_ref_or_null is given) of host view h; see the top
  * of this file. dq_ref is needed when seqlen_q > 0, dk_ref and dv_ref when
  * seqlen_k > 0 (otherwise they may be NULL). */
+static inline ckt_status ckt_ref_fmha_bwd_ex(const ckt_fmha_bwd_args *h, float *dq_ref, float *dk_ref,
+                                             float *dv_ref, float *d_ref_or_null, float *dbias_ref_or_null);
+
 static inline ckt_status ckt_ref_fmha_bwd(const ckt_fmha_bwd_args *h, float *dq_ref, float *dk_ref, float *dv_ref,
                                           float *d_ref_or_null)
 {
+    return ckt_ref_fmha_bwd_ex(h, dq_ref, dk_ref, dv_ref, d_ref_or_null, NULL);
+}
+
+/* ckt_ref_fmha_bwd, and with dbias_ref_or_null (needs the view's bias) the
+ * bias's gradient dS, fp32 at b * dbias_stride_b + h * dbias_stride_h +
+ * i * dbias_stride_s + j of the view's strides, every logical element. */
+static inline ckt_status ckt_ref_fmha_bwd_ex(const ckt_fmha_bwd_args *h, float *dq_ref, float *dk_ref,
+                                             float *dv_ref, float *d_ref_or_null, float *dbias_ref_or_null)
+{
     CKT__FMHA_TRY(ckt__ref_fmha_bwd_check_shape(h, "ckt_ref_fmha_bwd"));
+    CKT__FMHA_TRY(ckt__fmha_check_bias(h->bias, h->bias_stride_b, h->bias_stride_h, h->bias_stride_s, h->alibi_slopes,
+                                       h->alibi_stride_b, h->softcap));
+    if (dbias_ref_or_null && !h->bias)
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "ckt_ref_fmha_bwd: dbias: wanted, but bias is NULL");
     if (ckt__ref_fmha_bwd_is_empty(h))
         return CKT_SUCCESS;
     CKT__FMHA_TRY(ckt__ref_fmha_bwd_check_io(h, dq_ref, dk_ref, dv_ref));
@@ -527,6 +576,7 @@ static inline ckt_status ckt_ref_fmha_bwd(const ckt_fmha_bwd_args *h, float *dq_
     out.dk = dk_ref;
     out.dv = dv_ref;
     out.d = d_ref_or_null;
+    out.dbias = dbias_ref_or_null;
     for (int b = 0; b < h->batch; b++) {
         const ckt_fmha_seq e = ckt__ref_fmha_bwd_entry(h, b);
         for (int hk = 0; hk < h->nhead_k; hk++)

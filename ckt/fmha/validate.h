@@ -47,6 +47,10 @@
  * when seqlen_k > 0; sink and dsink optional, 4-byte aligned, dsink only
  * with sink (before the empty test); deterministic 0 or 1; workspace non-NULL, 16-byte aligned
  * (its size and contents are the planner's to check: ckt/fmha/workspace.h).
+ * Both: bias and ALiBi (before the empty test, ckt__fmha_check_bias): not
+ * both, not with a soft-cap; bias 2-byte aligned, strides >= 0; slopes
+ * 4-byte aligned, alibi_stride_b >= 0. Backward's dbias: needs bias, 2-byte
+ * aligned, no broadcast (nonzero batch / head strides), no overlap.
  * Not checked: that different tensors do not overlap each other, that device
  * arrays are readable (GPU backends), grid limits (the launcher's).
  */
@@ -637,6 +641,66 @@ static inline ckt_status ckt__fmha_check_fwd_cache(const ckt_fmha_fwd_args *a)
     return CKT_SUCCESS;
 }
 
+/* >>bias: bias and ALiBi (ckt/fmha/bias.h), both directions' fields, before
+ * the empty test: one of the two, never with a soft-cap; bias 2-byte
+ * aligned, strides >= 0 (zero: broadcast); slopes 4-byte aligned,
+ * alibi_stride_b >= 0 */
+static inline ckt_status ckt__fmha_check_bias(const void *bias, int64_t sb, int64_t sh, int64_t ss,
+                                              const float *slopes, int64_t slope_sb, float softcap)
+{
+    if (bias && slopes)
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
+                         "alibi_slopes: set together with bias (one additive bias a call: add the ALiBi terms into "
+                         "the bias tensor)");
+    if ((bias || slopes) && softcap > 0.0f)
+        return ckt__fail(CKT_ERROR_UNSUPPORTED,
+                         "%s: set with softcap %g (a bias and a soft-cap have no agreed order: use one of them)",
+                         bias ? "bias" : "alibi_slopes", (double)softcap);
+    if (bias) {
+        CKT__FMHA_TRY(ckt__fmha_check_ptr(bias, "bias", 2));
+        CKT__FMHA_TRY(ckt__fmha_check_stride(sb, "bias_stride_b", 2, 0));
+        CKT__FMHA_TRY(ckt__fmha_check_stride(sh, "bias_stride_h", 2, 0));
+        CKT__FMHA_TRY(ckt__fmha_check_stride(ss, "bias_stride_s", 2, 0));
+    }
+    if (slopes) {
+        CKT__FMHA_TRY(ckt__fmha_check_ptr(slopes, "alibi_slopes", 4));
+        CKT__FMHA_TRY(ckt__fmha_check_stride(slope_sb, "alibi_stride_b", 2, 0));
+    }
+    return CKT_SUCCESS;
+}
+
+/* The backward's dbias: only with bias; 2-byte aligned; a full
+ * [batch][nhead_q][seqlen_q][seqlen_k] layout whose elements are distinct
+ * (a zero batch or head stride would ask for a reduction: not supported). */
+static inline ckt_status ckt__fmha_check_dbias(const ckt_fmha_bwd_args *a)
+{
+    if (!a->dbias)
+        return CKT_SUCCESS;
+    if (!a->bias)
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
+                         "dbias: set, but bias is NULL (the gradient of which bias? ALiBi has none)");
+    CKT__FMHA_TRY(ckt__fmha_check_ptr(a->dbias, "dbias", 2));
+    CKT__FMHA_TRY(ckt__fmha_check_stride(a->dbias_stride_b, "dbias_stride_b", 2, 0));
+    CKT__FMHA_TRY(ckt__fmha_check_stride(a->dbias_stride_h, "dbias_stride_h", 2, 0));
+    CKT__FMHA_TRY(ckt__fmha_check_stride(a->dbias_stride_s, "dbias_stride_s", 2, 0));
+    if (a->batch > 1 && a->dbias_stride_b == 0)
+        return ckt__fail(CKT_ERROR_UNSUPPORTED,
+                         "dbias: dbias_stride_b 0 broadcasts over %d batch entries; a broadcast dbias needs a "
+                         "reduction (not supported: give a full [batch][nhead_q][seqlen_q][seqlen_k] dbias and sum it)",
+                         a->batch);
+    if (a->nhead_q > 1 && a->dbias_stride_h == 0)
+        return ckt__fail(CKT_ERROR_UNSUPPORTED,
+                         "dbias: dbias_stride_h 0 broadcasts over %d heads; a broadcast dbias needs a reduction (not "
+                         "supported: give a full [batch][nhead_q][seqlen_q][seqlen_k] dbias and sum it)",
+                         a->nhead_q);
+    ckt_fmha_dim dims[4];
+    dims[0].stride = a->dbias_stride_b, dims[0].extent = a->batch, dims[0].name = "dbias_stride_b", dims[0].what = "entries";
+    dims[1].stride = a->dbias_stride_h, dims[1].extent = a->nhead_q, dims[1].name = "dbias_stride_h", dims[1].what = "heads";
+    dims[2].stride = a->dbias_stride_s, dims[2].extent = a->seqlen_q, dims[2].name = "dbias_stride_s", dims[2].what = "rows";
+    dims[3].stride = 1, dims[3].extent = a->seqlen_k, dims[3].name = "seqlen_k", dims[3].what = "keys";
+    return ckt_fmha_check_disjoint(dims, 4);
+}
+
 /* >>validation */
 
 /* Checks a (device pointers) for an instance of type dtype with head dims
@@ -652,6 +716,8 @@ static inline ckt_status ckt_fmha_fwd_validate(const ckt_fmha_fwd_args *a, ckt_d
         CKT__FMHA_TRY(ckt__fmha_check_ptr(a->sink, "sink", 4));
     CKT__FMHA_TRY(ckt__fmha_check_dropout(a->p_drop, a->drop_seed_offset));
     CKT__FMHA_TRY(ckt__fmha_check_randval(a));
+    CKT__FMHA_TRY(ckt__fmha_check_bias(a->bias, a->bias_stride_b, a->bias_stride_h, a->bias_stride_s, a->alibi_slopes,
+                                       a->alibi_stride_b, a->softcap));
     if (ckt_fmha_fwd_is_empty(a))
         return CKT_SUCCESS;
 
@@ -694,6 +760,9 @@ static inline ckt_status ckt_fmha_bwd_validate(const ckt_fmha_bwd_args *a, ckt_d
     if (a->dsink)
         CKT__FMHA_TRY(ckt__fmha_check_ptr(a->dsink, "dsink", 4));
     CKT__FMHA_TRY(ckt__fmha_check_dropout(a->p_drop, a->drop_seed_offset));
+    CKT__FMHA_TRY(ckt__fmha_check_bias(a->bias, a->bias_stride_b, a->bias_stride_h, a->bias_stride_s, a->alibi_slopes,
+                                       a->alibi_stride_b, a->softcap));
+    CKT__FMHA_TRY(ckt__fmha_check_dbias(a));
     if (ckt_fmha_bwd_is_empty(a))
         return CKT_SUCCESS;
 

@@ -21,8 +21,11 @@
  *               ckt_fmha_bwd_prepare (sync) or ckt_fmha_bwd_prepare_async (no host wait: pinned
  *               staging of plan.staging_bytes from ckt_rt_malloc_host, its status checked after
  *               the first run) and ckt_fmha_bwd_run
- *   -bias n|0, -dbias 0   accepted only with these values: attention bias and its
- *               gradient are not supported yet (any other value exits 2 saying so)
+ *   -bias       n (none, default), e (elementwise [b][h][s][s_k], uniform [-1, 1]) or a (ALiBi,
+ *               slopes 2^(-8 (h+1) / h)); also 0 / 1 / 2 (CK's values); in the forward and the backward
+ *   -dbias      1: with -bias=e, the bias gradient dbias (= dS, [b][h][s][s_k]), validated against
+ *               ckt_ref_fmha_bwd_ex with the dQ tolerances (and, with -deterministic=1, unchanged
+ *               over the timed runs); 0 (default): not computed
  *   -p_drop     dropout probability in [0, 1) (0: off; ckt/fmha/dropout.h), with -drop_seed (1)
  *               and -drop_offset (0): the forward drops with them, the backward regenerates
  *               the same mask; the reference (ckt_ref_fmha_bwd) uses the same mask
@@ -156,17 +159,21 @@ int main(int argc, char **argv)
                                         "seed", "warmup", "repeat", "json", "sink", "drop_seed", "drop_offset", NULL};
     if (fmha_check_options(argc, argv, known))
         return 2;
-    static const char *const bias_off[] = {"n", "0", NULL}, *const num_off[] = {NULL};
+    static const char *const num_off[] = {NULL};
     const char *bias = ckt_arg_str(argc, argv, "bias", "n"), *dbias = ckt_arg_str(argc, argv, "dbias", "0");
     const double p_drop = ckt_arg_double(argc, argv, "p_drop", 0.0);
     const uint64_t drop_seed = (uint64_t)ckt_arg_int(argc, argv, "drop_seed", 1);
     const uint64_t drop_offset = (uint64_t)ckt_arg_int(argc, argv, "drop_offset", 0);
     if (!(p_drop >= 0.0 && p_drop < 1.0))
         return fmha_usage_error("-p_drop must be in [0, 1)", NULL);
-    if (off_value(bias, bias_off))
-        return fmha_usage_error("-bias: attention bias is not supported yet (only -bias=n or 0); got ", bias);
-    if (off_value(dbias, num_off))
-        return fmha_usage_error("-dbias: the bias gradient is not supported yet (only -dbias=0); got ", dbias);
+    const int bias_kind = fmha_bias_parse(bias);
+    if (bias_kind < 0)
+        return fmha_usage_error("-bias must be n, e or a (0, 1, 2); got ", bias);
+    const int dbias_on = strcmp(dbias, "1") == 0 ? 1 : off_value(dbias, num_off) ? -1 : 0;
+    if (dbias_on < 0)
+        return fmha_usage_error("-dbias must be 0 or 1; got ", dbias);
+    if (dbias_on && bias_kind != 1)
+        return fmha_usage_error("-dbias=1 needs -bias=e (the gradient of an elementwise bias; ALiBi has none)", NULL);
     const int validate = (int)ckt_arg_int(argc, argv, "v", 1), json = (int)ckt_arg_int(argc, argv, "json", 0);
     const int deterministic = (int)ckt_arg_int(argc, argv, "deterministic", 0);
     const uint64_t seed = (uint64_t)ckt_arg_int(argc, argv, "seed", 11);
@@ -222,6 +229,10 @@ int main(int argc, char **argv)
         hdsink = (float *)fmha_host_alloc((size_t)f.nhead_q, 4);
         CHECK(ckt_fill(hsink, CKT_F32, (size_t)f.nhead_q, ckt_init_uniform(-2, 4), seed + 5));
     }
+    fmha_bias bias_t; /* -bias: the tensor or the slopes; -dbias: the gradient, dense like the bias */
+    fmha_bias_make(&bias_t, bias_kind, f.dtype, f.batch, f.nhead_q, f.seqlen_q, f.seqlen_k, seed + 6);
+    const size_t nb_el = dbias_on ? (size_t)f.batch * f.nhead_q * f.seqlen_q * f.seqlen_k : 0;
+    void *hdbias = dbias_on ? fmha_host_alloc(nb_el, es) : NULL, *ddbias = NULL;
 
     /* >>device */
     ckt_device_props props;
@@ -249,6 +260,13 @@ int main(int argc, char **argv)
     fa.p_drop = (float)p_drop; /* the forward drops; the backward regenerates its mask */
     fa.drop_seed = drop_seed;
     fa.drop_offset = drop_offset;
+    fa.bias = bias_kind == 1 ? bias_t.dev : NULL;
+    fa.bias_stride_b = bias_t.sb, fa.bias_stride_h = bias_t.sh, fa.bias_stride_s = bias_t.ss;
+    fa.alibi_slopes = bias_kind == 2 ? (const float *)bias_t.dev : NULL;
+    if (dbias_on) {
+        CHECK(ckt_rt_malloc(&ddbias, nb_el * es));
+        CHECK(ckt_rt_memset(ddbias, 0, nb_el * es));
+    }
     if (sink_on)
         CHECK(ckt_rt_malloc((void **)&ddsink, (size_t)f.nhead_q * 4));
     fmha_problem_device_arrays(&p, &fa.seqstart_q, &fa.seqstart_k, &fa.seqlen_q_ptr, &fa.seqlen_k_ptr);
@@ -275,6 +293,11 @@ int main(int argc, char **argv)
     ctx.a.p_drop = fa.p_drop;
     ctx.a.drop_seed = drop_seed;
     ctx.a.drop_offset = drop_offset;
+    ctx.a.bias = fa.bias;
+    ctx.a.bias_stride_b = fa.bias_stride_b, ctx.a.bias_stride_h = fa.bias_stride_h, ctx.a.bias_stride_s = fa.bias_stride_s;
+    ctx.a.alibi_slopes = fa.alibi_slopes;
+    ctx.a.dbias = ddbias;
+    ctx.a.dbias_stride_b = bias_t.sb, ctx.a.dbias_stride_h = bias_t.sh, ctx.a.dbias_stride_s = bias_t.ss;
     ctx.prepare = prepare;
     const ckt_fmha_bwd_traits traits = ckt_fmha_bwd_traits_of(&ctx.a);
     const ckt_fmha_bwd_instance *inst = ckt_fmha_bwd_select(&traits);
@@ -303,6 +326,8 @@ int main(int argc, char **argv)
     const uint64_t hash_dv = fnv1a64(hdv, nv_el * es);
     if (sink_on)
         CHECK(ckt_rt_memcpy(hdsink, ddsink, (size_t)f.nhead_q * 4, CKT_D2H));
+    if (dbias_on)
+        CHECK(ckt_rt_memcpy(hdbias, ddbias, nb_el * es, CKT_D2H));
 
     /* the host view of the backward: host tensors, the kernel's O and LSE */
     ckt_fmha_bwd_args hb = bwd_args_of(&hf);
@@ -317,6 +342,10 @@ int main(int argc, char **argv)
     hb.p_drop = fa.p_drop;
     hb.drop_seed = drop_seed;
     hb.drop_offset = drop_offset;
+    hb.bias = bias_kind == 1 ? bias_t.host : NULL;
+    hb.bias_stride_b = bias_t.sb, hb.bias_stride_h = bias_t.sh, hb.bias_stride_s = bias_t.ss;
+    hb.alibi_slopes = bias_kind == 2 ? (const float *)bias_t.host : NULL;
+    hb.dbias_stride_b = bias_t.sb, hb.dbias_stride_h = bias_t.sh, hb.dbias_stride_s = bias_t.ss;
 
     /* >>validation */
     int rc = 0;
@@ -324,12 +353,13 @@ int main(int argc, char **argv)
     memset(&rq, 0, sizeof rq);
     memset(&rk, 0, sizeof rk);
     memset(&rv, 0, sizeof rv);
-    double atol = 0, rtol = 0, dsink_err = 0;
+    double atol = 0, rtol = 0, dsink_err = 0, dbias_err = 0;
     ckt_fmha_bwd_tolerance(f.dtype, f.hdim_q, f.hdim_v, &rtol, &atol);
     if (validate) {
         float *dq_ref = (float *)fmha_host_alloc(nq_el, 4), *dk_ref = (float *)fmha_host_alloc(nk_el, 4);
         float *dv_ref = (float *)fmha_host_alloc(nv_el, 4);
-        CHECK(ckt_ref_fmha_bwd(&hb, dq_ref, dk_ref, dv_ref, NULL));
+        float *dbias_ref = dbias_on ? (float *)fmha_host_alloc(nb_el, 4) : NULL;
+        CHECK(ckt_ref_fmha_bwd_ex(&hb, dq_ref, dk_ref, dv_ref, NULL, dbias_ref));
         ckt_status s = ckt_ref_fmha_bwd_compare(&rq, &rk, &rv, &hb, hdq, hdk, hdv, dq_ref, dk_ref, dv_ref, atol,
                                                 rtol);
         if (s != CKT_SUCCESS && s != CKT_ERROR_MISMATCH)
@@ -340,6 +370,29 @@ int main(int argc, char **argv)
             ckt_compare_print(report, "dK", &rk);
             ckt_compare_print(report, "dV", &rv);
         }
+        if (dbias_on) { /* dbias = dS over the logical elements, in the output type */
+            ckt_compare_result rb;
+            memset(&rb, 0, sizeof rb);
+            rb.atol = atol;
+            rb.rtol = rtol;
+            for (int b = 0; b < f.batch; b++) {
+                const ckt_fmha_entry e = ckt_fmha_fwd_entry(&hf, b);
+                for (int h = 0; h < f.nhead_q; h++)
+                    for (int i = 0; i < e.sq; i++)
+                        for (int j = 0; j < e.sk; j++) {
+                            const size_t at = (size_t)(b * bias_t.sb + h * bias_t.sh + i * bias_t.ss + j);
+                            uint32_t x = 0;
+                            ckt_store_f32(&x, f.dtype, 0, dbias_ref[at]);
+                            ckt_compare_add(&rb, at, ckt_load_f32(hdbias, f.dtype, at), ckt_load_f32(&x, f.dtype, 0));
+                        }
+            }
+            dbias_err = rb.max_abs_err;
+            if (rb.mismatches || !json)
+                ckt_compare_print(report, "dbias", &rb);
+            if (rb.mismatches)
+                rc = 1;
+        }
+        free(dbias_ref);
         free(dq_ref);
         free(dk_ref);
         free(dv_ref);
@@ -376,6 +429,12 @@ int main(int argc, char **argv)
             stable = stable && memcmp(again, hdsink, (size_t)f.nhead_q * 4) == 0;
             free(again);
         }
+        if (dbias_on) {
+            void *again = fmha_host_alloc(nb_el, es);
+            CHECK(ckt_rt_memcpy(again, ddbias, nb_el * es, CKT_D2H));
+            stable = stable && memcmp(again, hdbias, nb_el * es) == 0;
+            free(again);
+        }
         if (!stable) {
             fprintf(stderr, "error: -deterministic=1: dQ / dK / dV after %d more runs differ from the first run's\n",
                     warmup + repeat);
@@ -389,16 +448,17 @@ int main(int argc, char **argv)
     snprintf(sk_s, sizeof sk_s, "%d%s", f.seqlen_k, mode == 1 ? "(max)" : "");
     fprintf(report,
             "[%s|%s|%s] b:%d, h:%d/%d, s:%s/%s, d:%d/%d, scale:%g, softcap:%g, mask:%s, deterministic:%d, "
-            "prepare:%s, sink:%d, p_drop:%g, %s [%s], %.4f ms, %.4g TFlops, valid:%s, hash dq:%016llx dk:%016llx dv:%016llx\n",
+            "prepare:%s, sink:%d, p_drop:%g, bias:%s, dbias:%d, %s [%s], %.4f ms, %.4g TFlops, valid:%s, hash dq:%016llx dk:%016llx dv:%016llx\n",
             prec, mode ? "group" : "batch", iperm ? "bhsd" : "bshd", f.batch, f.nhead_q, f.nhead_k, sq_s, sk_s,
             f.hdim_q, f.hdim_v, fmha_scale(&f), (double)f.softcap, mask_s, deterministic, prepare_arg, sink_on, p_drop,
-            inst ? inst->name : "?", props.backend, (double)t.median_ms, tflops, valid,
+            fmha_bias_name(bias_kind), dbias_on, inst ? inst->name : "?", props.backend, (double)t.median_ms, tflops, valid,
             (unsigned long long)hash_dq, (unsigned long long)hash_dk, (unsigned long long)hash_dv);
     if (json) {
         printf("{\"example\":\"fmha_bwd\",\"backend\":\"%s\",\"device\":\"%s\",\"instance\":\"%s\",\"prec\":\"%s\","
                "\"mode\":%d,\"b\":%d,\"h\":%d,\"h_k\":%d,\"s\":%d,\"s_k\":%d,\"d\":%d,\"d_v\":%d,\"mask\":\"%s\","
                "\"iperm\":%d,\"operm\":%d,\"scale\":%g,\"logits_soft_cap\":%g,\"deterministic\":%d,"
                "\"prepare\":\"%s\",\"sink\":%d,\"dsink_max_abs_err\":%g,\"p_drop\":%g,\"drop_seed\":%llu,\"drop_offset\":%llu,"
+               "\"bias\":\"%s\",\"dbias\":%d,\"dbias_max_abs_err\":%g,"
                "\"workspace_bytes\":%zu,\"valid\":%s,\"rerun_identical\":%s,\"dq_max_abs_err\":%g,"
                "\"dk_max_abs_err\":%g,\"dv_max_abs_err\":%g,\"atol\":%g,\"rtol\":%g,"
                "\"dq_hash\":\"%016llx\",\"dk_hash\":\"%016llx\",\"dv_hash\":\"%016llx\",\"hash\":\"fnv1a64\","
@@ -406,7 +466,7 @@ int main(int argc, char **argv)
                props.backend, props.name, inst ? inst->name : "?", prec, mode, f.batch, f.nhead_q, f.nhead_k,
                f.seqlen_q, f.seqlen_k, f.hdim_q, f.hdim_v, mask_s, iperm, operm, fmha_scale(&f), (double)f.softcap,
                deterministic, prepare_arg, sink_on, dsink_err, p_drop, (unsigned long long)drop_seed,
-               (unsigned long long)drop_offset, ctx.a.workspace_bytes,
+               (unsigned long long)drop_offset, fmha_bias_name(bias_kind), dbias_on, dbias_err, ctx.a.workspace_bytes,
                validate ? (valid[0] == 'y' ? "true" : "false") : "null",
                stable < 0 ? "null" : stable ? "true" : "false", rq.max_abs_err, rk.max_abs_err, rv.max_abs_err,
                atol, rtol, (unsigned long long)hash_dq, (unsigned long long)hash_dk, (unsigned long long)hash_dv,
@@ -427,6 +487,9 @@ int main(int argc, char **argv)
     ckt_rt_free(ddsink);
     free(hsink);
     free(hdsink);
+    fmha_bias_free(&bias_t);
+    ckt_rt_free(ddbias);
+    free(hdbias);
     ckt_rt_free_host(ctx.staging);
     ckt_rt_free((void *)fa.seqstart_q);
     ckt_rt_free((void *)fa.seqstart_k);

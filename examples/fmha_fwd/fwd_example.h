@@ -32,6 +32,8 @@
  *   -drop_seed  (1) and -drop_offset (0) the Philox seed and offset, and
  *   -s_randval  1: store the random bytes ([b][h][s][s_k]) and, with -v=1,
  *               check them against the reference's at every visible element
+ *   -bias       n (none, default), e (elementwise [b][h][s][s_k], uniform [-1, 1]) or
+ *               a (ALiBi, slopes 2^(-8 (h+1) / h)); also 0 / 1 / 2 (CK's values)
  *
  * KV cache (inference; docs/fmha_inference.md):
  *   -num_splits       split-KV: 1 none (default), n splits, 0 automatic (with a workspace)
@@ -74,7 +76,7 @@ static int fmha_fwd_example(int argc, char **argv, const char *name)
                                         "mask", "lse", "prec", "iperm", "operm", "scale_s", "logits_soft_cap",
                                         "v", "init", "seed", "warmup", "repeat", "json", "num_splits",
                                         "page_block_size", "page_pool_gb", "cache_batch_idx", "table", "sink",
-                                        "p_drop", "drop_seed", "drop_offset", "s_randval", NULL};
+                                        "p_drop", "drop_seed", "drop_offset", "s_randval", "bias", NULL};
     if (fmha_check_options(argc, argv, known))
         return 2;
     const int lse_on = (int)ckt_arg_int(argc, argv, "lse", 0);
@@ -91,6 +93,9 @@ static int fmha_fwd_example(int argc, char **argv, const char *name)
     const char *table = ckt_arg_str(argc, argv, "table", "vllm");
     const int sglang = strcmp(table, "sglang") == 0;
     const int sink_on = (int)ckt_arg_int(argc, argv, "sink", 0);
+    const int bias_kind = fmha_bias_parse(ckt_arg_str(argc, argv, "bias", "n"));
+    if (bias_kind < 0)
+        return fmha_usage_error("-bias must be n, e or a (0, 1, 2); got ", ckt_arg_str(argc, argv, "bias", "n"));
     if (sink_on != 0 && sink_on != 1)
         return fmha_usage_error("-sink must be 0 or 1", NULL);
     const double p_drop = ckt_arg_double(argc, argv, "p_drop", 0.0);
@@ -159,6 +164,14 @@ static int fmha_fwd_example(int argc, char **argv, const char *name)
         hrv = (uint8_t *)fmha_host_alloc(nrv, 1);
         rv_ref = (uint8_t *)fmha_host_alloc(nrv, 1);
     }
+    fmha_bias bias; /* -bias: the tensor or the slopes */
+    fmha_bias_make(&bias, bias_kind, a.dtype, batch, nhead, a.seqlen_q, a.seqlen_k, seed + 6);
+    if (bias_kind == 1) {
+        h.bias = bias.host;
+        h.bias_stride_b = bias.sb, h.bias_stride_h = bias.sh, h.bias_stride_s = bias.ss;
+    } else if (bias_kind == 2) {
+        h.alibi_slopes = (const float *)bias.host;
+    }
 
     /* >>device */
     ckt_device_props props;
@@ -185,6 +198,9 @@ static int fmha_fwd_example(int argc, char **argv, const char *name)
     ctx.a.randval_stride_s = h.randval_stride_s;
     if (randval_on)
         CHECK(ckt_rt_malloc((void **)&ctx.a.randval, nrv));
+    ctx.a.bias = bias_kind == 1 ? bias.dev : NULL;
+    ctx.a.bias_stride_b = h.bias_stride_b, ctx.a.bias_stride_h = h.bias_stride_h, ctx.a.bias_stride_s = h.bias_stride_s;
+    ctx.a.alibi_slopes = bias_kind == 2 ? (const float *)bias.dev : NULL;
     fmha_problem_device_arrays(&p, &ctx.a.seqstart_q, &ctx.a.seqstart_k, &ctx.a.seqlen_q_ptr, &ctx.a.seqlen_k_ptr);
     const int32_t *dev_seqstart_k = ctx.a.seqstart_k, *dev_seqlen_k = ctx.a.seqlen_k_ptr;
     fmha_cache cache;
@@ -278,22 +294,24 @@ static int fmha_fwd_example(int argc, char **argv, const char *name)
                  cache.k_bytes > ((size_t)4 << 30) ? ", pool>4GB" : "");
     fprintf(report,
             "[%s|%s|%s] b:%d, h:%d/%d, s:%s/%s, d:%d/%d, scale_s:%g, softcap:%g, lse:%d, mask:%s%s, %s [%s], "
-            "%.4f ms, %.4g TFlops, %.4g GB/s, sink:%d, p_drop:%g, valid:%s\n",
+            "%.4f ms, %.4g TFlops, %.4g GB/s, sink:%d, p_drop:%g, bias:%s, valid:%s\n",
             prec, mode ? "group" : "batch", iperm ? "bhsd" : "bshd", batch, nhead, nhead_k, sq_s, sk_s, d, dv,
             fmha_scale(&a), (double)a.softcap, lse_on, mask_s, cache_s,
-            inst ? inst->name : "?", props.backend, (double)t.median_ms, tflops, gbs, sink_on, p_drop, valid);
+            inst ? inst->name : "?", props.backend, (double)t.median_ms, tflops, gbs, sink_on, p_drop,
+            fmha_bias_name(bias_kind), valid);
     if (json) {
         printf("{\"example\":\"%s\",\"backend\":\"%s\",\"device\":\"%s\",\"instance\":\"%s\",\"prec\":\"%s\","
                "\"mode\":%d,\"b\":%d,\"h\":%d,\"h_k\":%d,\"s\":%d,\"s_k\":%d,\"d\":%d,\"d_v\":%d,\"mask\":\"%s\","
                "\"lse\":%d,\"iperm\":%d,\"operm\":%d,\"scale_s\":%g,\"logits_soft_cap\":%g,"
                "\"num_splits\":%d,\"page_block_size\":%d,\"cache_batch_idx\":%d,\"sink\":%d,\"p_drop\":%g,"
-               "\"drop_seed\":%llu,\"drop_offset\":%llu,\"s_randval\":%d,\"randval_mismatches\":%lld,\"kv_gbs\":%.6g,"
+               "\"drop_seed\":%llu,\"drop_offset\":%llu,\"s_randval\":%d,\"randval_mismatches\":%lld,\"bias\":\"%s\",\"kv_gbs\":%.6g,"
                "\"valid\":%s,\"o_max_abs_err\":%g,\"lse_max_abs_err\":%g,"
                "\"flops\":%.0f,\"ms\":%.6f,\"min_ms\":%.6f,\"repeat\":%d,\"tflops\":%.6g}\n",
                name, props.backend, props.name, inst ? inst->name : "?", prec, mode, batch, nhead, nhead_k, a.seqlen_q,
                a.seqlen_k, d, dv, mask_s, lse_on, iperm, operm,
                fmha_scale(&a), (double)a.softcap, splits_used, page_size, cbi_on, sink_on, p_drop,
-               (unsigned long long)drop_seed, (unsigned long long)drop_offset, randval_on, (long long)rv_bad, gbs,
+               (unsigned long long)drop_seed, (unsigned long long)drop_offset, randval_on, (long long)rv_bad,
+               fmha_bias_name(bias_kind), gbs,
                validate ? (rc == 0 ? "true" : "false") : "null", ro.max_abs_err, rl.max_abs_err, flops,
                (double)t.median_ms, (double)t.min_ms, t.repeat, tflops);
     }
@@ -313,6 +331,7 @@ static int fmha_fwd_example(int argc, char **argv, const char *name)
     ckt_rt_free(ctx.a.randval);
     free(hrv);
     free(rv_ref);
+    fmha_bias_free(&bias);
     if (page_size > 0 || cbi_on)
         fmha_cache_free(&cache);
     free(cbi);

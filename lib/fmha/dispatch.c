@@ -451,6 +451,12 @@ size_t ckt_fmha_fwd_args_offset(const char *field)
     CKT__FMHA_FIELD(randval_stride_b)
     CKT__FMHA_FIELD(randval_stride_h)
     CKT__FMHA_FIELD(randval_stride_s)
+    CKT__FMHA_FIELD(bias) /* bias and ALiBi */
+    CKT__FMHA_FIELD(bias_stride_b)
+    CKT__FMHA_FIELD(bias_stride_h)
+    CKT__FMHA_FIELD(bias_stride_s)
+    CKT__FMHA_FIELD(alibi_slopes)
+    CKT__FMHA_FIELD(alibi_stride_b)
     return (size_t)-1;
 #undef CKT__FMHA_FIELD
 }
@@ -511,6 +517,12 @@ size_t ckt_fmha_bwd_args_offset(const char *field)
     CKT__FMHA_FIELD(drop_seed)
     CKT__FMHA_FIELD(drop_offset)
     CKT__FMHA_FIELD(drop_seed_offset)
+    CKT__FMHA_FIELD(bias) /* bias and ALiBi */
+    CKT__FMHA_STRIDES(bias)
+    CKT__FMHA_FIELD(alibi_slopes)
+    CKT__FMHA_FIELD(alibi_stride_b)
+    CKT__FMHA_FIELD(dbias)
+    CKT__FMHA_STRIDES(dbias)
     return (size_t)-1;
 #undef CKT__FMHA_STRIDES
 #undef CKT__FMHA_FIELD

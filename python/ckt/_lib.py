@@ -69,6 +69,9 @@ class FwdArgs(ctypes.Structure):
         ("p_drop", ctypes.c_float), ("drop_seed", ctypes.c_uint64), ("drop_offset", ctypes.c_uint64),
         ("drop_seed_offset", _ptr),
         ("randval", _ptr), ("randval_stride_b", _i64), ("randval_stride_h", _i64), ("randval_stride_s", _i64),
+        # bias and ALiBi
+        ("bias", _ptr), ("bias_stride_b", _i64), ("bias_stride_h", _i64), ("bias_stride_s", _i64),
+        ("alibi_slopes", _ptr), ("alibi_stride_b", _i64),
     ]
 
 
@@ -98,6 +101,10 @@ class BwdArgs(ctypes.Structure):
         # dropout: the forward's, regenerated
         ("p_drop", ctypes.c_float), ("drop_seed", ctypes.c_uint64), ("drop_offset", ctypes.c_uint64),
         ("drop_seed_offset", _ptr),
+        # bias and ALiBi, and the bias's gradient
+        ("bias", _ptr), ("bias_stride_b", _i64), ("bias_stride_h", _i64), ("bias_stride_s", _i64),
+        ("alibi_slopes", _ptr), ("alibi_stride_b", _i64),
+        ("dbias", _ptr), ("dbias_stride_b", _i64), ("dbias_stride_h", _i64), ("dbias_stride_s", _i64),
     ]
 
 

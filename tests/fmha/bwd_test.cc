@@ -39,6 +39,8 @@ struct Case {
     int sink = 0;    // attention sinks (random logits in [-2, 4]) and their gradient dsink
     float p_drop = 0.0f; // dropout: the forward's and the backward's (ckt/fmha/dropout.h)
     int drop_ptr = 0;    // seed / offset through drop_seed_offset (device)
+    int bias = 0;    // 1: elementwise bias in [-2, 2] and its gradient dbias; 2: ALiBi, slopes in [0, 0.25]
+    int bcast = 0;   // bias: 1 broadcast over the batch, 2 over heads (dbias stays full); ALiBi: 1 slopes [b][h]
     std::string name;
 };
 
@@ -62,6 +64,8 @@ std::string case_name(const Case &c)
     n += c.sink ? "_sink" : "";
     if (c.p_drop > 0.0f)
         n += "_drop" + std::to_string((int)(c.p_drop * 100)) + (c.drop_ptr ? "_ptr" : "");
+    n += c.bias == 1 ? "_bias" : c.bias == 2 ? "_alibi" : "";
+    n += c.bcast ? "_bc" + std::to_string(c.bcast) : "";
     return n;
 }
 
@@ -85,8 +89,9 @@ struct BwdRun {
     ckt_fmha_bwd_args d = CKT_ZERO_INIT; // device arguments
     std::vector<int32_t> start_q, start_k, len_q, len_k;
     std::vector<uint16_t> q, k, v, o, dout, dq, dk, dv;
-    std::vector<float> lse, sink, dsink;
     uint64_t seed_offset[2] = {0, 0};
+    std::vector<float> lse, sink, dsink, slopes;
+    std::vector<uint16_t> bias, dbias;
     FmhaDeviceBuffers bufs;
 
     void *to_device(const void *src, size_t bytes) { return bufs.dev(src, bytes); }
@@ -171,6 +176,23 @@ void setup(const Case &c, BwdRun &r)
         ASSERT_EQ(ckt_fill(r.sink.data(), CKT_F32, r.sink.size(), ckt_init_uniform(-2, 4), seed + 4), CKT_SUCCESS);
         a.sink = r.sink.data();
     }
+    if (c.bias == 1) { // bias [batch][h][seqlen_q][seqlen_k + 3] (a zero stride broadcasts), dbias full with +5
+        a.bias_stride_s = a.seqlen_k + 3;
+        a.bias_stride_h = c.bcast == 2 ? 0 : (int64_t)a.seqlen_q * a.bias_stride_s;
+        a.bias_stride_b = c.bcast == 1 ? 0 : (int64_t)(c.bcast == 2 ? 1 : c.h) * a.seqlen_q * a.bias_stride_s;
+        r.bias.assign((size_t)(c.bcast == 1 ? 1 : c.batch) * (c.bcast == 2 ? 1 : c.h) * a.seqlen_q * a.bias_stride_s + 1, 0);
+        ASSERT_EQ(ckt_fill(r.bias.data(), c.dt, r.bias.size(), ckt_init_uniform(-2, 2), seed + 5), CKT_SUCCESS);
+        a.bias = r.bias.data();
+        a.dbias_stride_s = a.seqlen_k + 5;
+        a.dbias_stride_h = (int64_t)a.seqlen_q * a.dbias_stride_s;
+        a.dbias_stride_b = (int64_t)c.h * a.dbias_stride_h;
+        r.dbias.assign((size_t)c.batch * a.dbias_stride_b + 1, kSentinel);
+    } else if (c.bias == 2) {
+        r.slopes.assign((size_t)(c.bcast ? c.batch : 1) * c.h, 0.0f);
+        ASSERT_EQ(ckt_fill(r.slopes.data(), CKT_F32, r.slopes.size(), ckt_init_uniform(0, 0.25), seed + 6), CKT_SUCCESS);
+        a.alibi_slopes = r.slopes.data();
+        a.alibi_stride_b = c.bcast ? c.h : 0;
+    }
 
     if (c.p_drop > 0.0f) {
         a.p_drop = c.p_drop;
@@ -202,6 +224,12 @@ void setup(const Case &c, BwdRun &r)
         d.sink = (const float *)r.to_device(r.sink.data(), r.sink.size() * 4);
         d.dsink = (float *)r.to_device(r.dsink.data(), r.dsink.size() * 4);
     }
+    if (c.bias == 1) {
+        d.bias = r.to_device(r.bias.data(), r.bias.size() * 2);
+        d.dbias = r.to_device(r.dbias.data(), r.dbias.size() * 2);
+    }
+    if (c.bias == 2)
+        d.alibi_slopes = (const float *)r.to_device(r.slopes.data(), r.slopes.size() * 4);
     if (c.group) {
         d.seqstart_q = (const int32_t *)r.to_device(r.start_q.data(), r.start_q.size() * 4);
         d.seqstart_k = (const int32_t *)r.to_device(r.start_k.data(), r.start_k.size() * 4);
@@ -244,6 +272,10 @@ void setup(const Case &c, BwdRun &r)
     f.drop_seed = d.drop_seed;
     f.drop_offset = d.drop_offset;
     f.drop_seed_offset = d.drop_seed_offset;
+    f.bias = d.bias;
+    f.bias_stride_b = a.bias_stride_b, f.bias_stride_h = a.bias_stride_h, f.bias_stride_s = a.bias_stride_s;
+    f.alibi_slopes = d.alibi_slopes;
+    f.alibi_stride_b = a.alibi_stride_b;
     ASSERT_EQ(ckt_fmha_fwd(&f, nullptr), CKT_SUCCESS) << ckt_last_error();
     ASSERT_EQ(ckt_rt_device_synchronize(), CKT_SUCCESS);
     ASSERT_EQ(ckt_rt_memcpy(r.o.data(), d.o, r.o.size() * 2, CKT_D2H), CKT_SUCCESS);
@@ -274,6 +306,9 @@ ckt_status run_bwd(BwdRun &r)
     EXPECT_EQ(ckt_rt_memcpy(r.dv.data(), r.d.dv, r.dv.size() * 2, CKT_D2H), CKT_SUCCESS);
     if (r.d.dsink) {
         EXPECT_EQ(ckt_rt_memcpy(r.dsink.data(), r.d.dsink, r.dsink.size() * 4, CKT_D2H), CKT_SUCCESS);
+    }
+    if (r.d.dbias) {
+        EXPECT_EQ(ckt_rt_memcpy(r.dbias.data(), r.d.dbias, r.dbias.size() * 2, CKT_D2H), CKT_SUCCESS);
     }
     return CKT_SUCCESS;
 }
@@ -336,6 +371,39 @@ TEST_P(Bwd, MatchesReference)
                      "dK");
     expect_untouched(r.dv, logical_mask(a, r.dv.size(), a.nhead_k, 0, a.dv_stride_b, a.dv_stride_h, a.dv_stride_s, a.hdim_v),
                      "dV");
+    if (c.bias == 1) { // dbias = dS, every logical (b, h, i, j); padding untouched
+        std::vector<float> dbias_ref(r.dbias.size(), 0.0f), dq2(dq_ref.size()), dk2(dk_ref.size()), dv2(dv_ref.size());
+        ASSERT_EQ(ckt_ref_fmha_bwd_ex(&a, dq2.data(), dk2.data(), dv2.data(), nullptr, dbias_ref.data()), CKT_SUCCESS)
+            << ckt_last_error();
+        ckt_compare_result rb;
+        memset(&rb, 0, sizeof rb);
+        rb.atol = atol;
+        rb.rtol = rtol;
+        std::vector<char> logical(r.dbias.size(), 0);
+        double max_ref = 0.0;
+        for (int b = 0; b < a.batch; b++) {
+            const ckt_fmha_seq e = ckt_fmha_seq_resolve(a.group_mode, a.seqstart_q, a.seqstart_k, a.seqlen_q_ptr,
+                                                        a.seqlen_k_ptr, a.seqlen_q, a.seqlen_k, b);
+            for (int h = 0; h < a.nhead_q; h++)
+                for (int i = 0; i < e.sq; i++)
+                    for (int j = 0; j < e.sk; j++) {
+                        const size_t at = (size_t)(b * a.dbias_stride_b + h * a.dbias_stride_h + i * a.dbias_stride_s + j);
+                        logical[at] = 1;
+                        uint32_t x = 0; // room for any dtype (the compiler sees the fp32 path)
+                        ckt_store_f32(&x, c.dt, 0, dbias_ref[at]);
+                        const float want = ckt_load_f32(&x, c.dt, 0);
+                        max_ref = std::max(max_ref, (double)std::fabs(want));
+                        ckt_compare_add(&rb, at, ckt_load_f32(r.dbias.data(), c.dt, at), want);
+                    }
+        }
+        if (rb.mismatches)
+            ckt_compare_print(stderr, "dbias", &rb);
+        EXPECT_EQ(rb.mismatches, 0u) << "dbias";
+        if (rb.n > 0) {
+            EXPECT_GT(max_ref, 1e-3) << "dbias: the check needs non-trivial gradients";
+        }
+        expect_untouched(r.dbias, logical, "dbias");
+    }
     if (c.sink) { // dsink: fp32 sums of the same terms as the reference's double ones
         std::vector<float> dsink_ref(r.dsink.size(), 0.0f);
         ASSERT_EQ(ckt_ref_fmha_bwd_dsink(&a, dsink_ref.data()), CKT_SUCCESS) << ckt_last_error();
@@ -556,6 +624,67 @@ std::vector<Case> matrix()
         c.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT;
         add(c);
     }
+    // bias (with dbias) and ALiBi: masks, GQA, broadcast bias, per-batch
+    // slopes, ragged lengths, head dims, both modes, group mode with padding
+    {
+        const Mask bias_masks[] = {{CKT_MASK_NONE, 0, 0},
+                                   {CKT_MASK_CAUSAL_TOP_LEFT, 0, 0},
+                                   {CKT_MASK_CAUSAL_BOTTOM_RIGHT, 0, 0},
+                                   {CKT_MASK_WINDOW_TOP_LEFT, 16, 5},
+                                   {CKT_MASK_WINDOW_BOTTOM_RIGHT, 20, -1}};
+        const int bias_lens[][2] = {{55, 100}, {130, 67}};
+        int k = 0;
+        for (int kind : {1, 2})
+            for (const Mask &m : bias_masks)
+                for (const auto &l : bias_lens) {
+                    Case c;
+                    c.bias = kind;
+                    c.bcast = k % 3 == 2 ? (kind == 1 ? 1 + k % 2 : 1) : 0;
+                    c.dt = k % 2 ? CKT_BF16 : CKT_F16;
+                    c.mask = m.m;
+                    c.wl = m.l;
+                    c.wr = m.r;
+                    c.sq = {l[0]};
+                    c.sk = {l[1]};
+                    c.h = k % 3 == 0 ? 4 : 2;
+                    c.hk = k % 3 == 0 ? 1 : 2;
+                    c.det = (k / 2) % 2;
+                    c.scale = k % 5 == 4 ? 0.2f : 0.0f;
+                    c.d = c.dv = k % 4 == 3 ? 128 : 64;
+                    c.perm = k % 2;
+                    k++;
+                    add(c);
+                }
+        for (int kind : {1, 2})
+            for (int det : {0, 1}) {
+                Case c;
+                c.bias = kind;
+                c.bcast = kind == 2 && det;
+                c.group = 1;
+                c.batch = 4;
+                c.sq = {0, 17, 40, 64};
+                c.sk = {5, 0, 33, 80};
+                c.qpad = 5;
+                c.kpad = 11;
+                c.h = 4;
+                c.hk = 2;
+                c.mask = det ? CKT_MASK_CAUSAL_BOTTOM_RIGHT : CKT_MASK_NONE;
+                c.det = det;
+                c.dt = det ? CKT_BF16 : CKT_F16;
+                add(c);
+            }
+        for (int d : {32, 96, 192}) { // other head dims, sink too
+            Case c;
+            c.bias = 1;
+            c.sink = d == 96;
+            c.d = c.dv = d;
+            c.sq = {33};
+            c.sk = {47};
+            c.mask = CKT_MASK_CAUSAL_TOP_LEFT;
+            c.det = d == 192;
+            add(c);
+        }
+    }
     return cs;
 }
 
@@ -668,6 +797,61 @@ TEST(BwdDeterministic, DropoutSameBytesUnderOtherSchedules)
                 EXPECT_TRUE(first[t] == *outs[t]) << "tensor " << "dq dk dv"[3 * t] << " differs under schedule " << k;
         }
         k++;
+    }
+#if defined(CKT_BACKEND_CPU)
+    ckt_emu_set_schedule(-1, 0);
+    unsetenv("CKT_EMU_THREADS");
+#endif
+}
+
+// Deterministic mode with a bias: dQ, dK, dV and dbias the same bytes under
+// other schedules and thread counts (dbias = dS is written once per element,
+// so it is also reproducible without deterministic mode: checked too).
+TEST(BwdDeterministic, BiasSameBytesUnderOtherSchedules)
+{
+    for (int det : {1, 0}) {
+        Case c;
+        c.group = 1;
+        c.batch = 3;
+        c.sq = {130, 0, 77};
+        c.sk = {200, 50, 129};
+        c.h = 4;
+        c.hk = 1;
+        c.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT;
+        c.det = det;
+        c.bias = 1;
+        c.bcast = 1;
+        c.name = case_name(c);
+        std::vector<uint16_t> first[4];
+#if defined(CKT_BACKEND_CPU)
+        const int scheds[][3] = {{0, 0, 1}, {1, 0, 3}, {2, 7, 2}, {2, 99, 4}};
+#else
+        const int scheds[][3] = {{0, 0, 0}, {0, 0, 0}};
+#endif
+        int k = 0;
+        for (const auto &s : scheds) {
+#if defined(CKT_BACKEND_CPU)
+            setenv("CKT_EMU_THREADS", std::to_string(s[2]).c_str(), 1);
+            ckt_emu_set_schedule(s[0], (uint64_t)s[1]);
+#else
+            (void)s;
+#endif
+            BwdRun r;
+            setup(c, r);
+            ASSERT_FALSE(HasFatalFailure());
+            ASSERT_EQ(run_bwd(r), CKT_SUCCESS) << ckt_last_error();
+            const std::vector<uint16_t> *outs[4] = {&r.dq, &r.dk, &r.dv, &r.dbias};
+            for (int t = 0; t < 4; t++) {
+                if (!det && t < 3)
+                    continue; // dQ's atomics may differ in order without deterministic mode
+                if (k == 0)
+                    first[t] = *outs[t];
+                else
+                    EXPECT_TRUE(first[t] == *outs[t]) << "tensor " << t << " (dq dk dv dbias) differs under schedule "
+                                                      << k << " det " << det;
+            }
+            k++;
+        }
     }
 #if defined(CKT_BACKEND_CPU)
     ckt_emu_set_schedule(-1, 0);
@@ -805,6 +989,32 @@ TEST(BwdErrors, WorkspaceAndPlan)
     EXPECT_EQ(ckt_fmha_bwd(&r.d, nullptr), CKT_ERROR_INVALID_ARGUMENT);
     EXPECT_EQ(std::string(ckt_last_error()).rfind("dsink:", 0), 0u) << ckt_last_error();
     r.d.dsink = nullptr;
+    // dbias without bias; a broadcast dbias; bias with ALiBi; bias with a soft-cap
+    r.d.dbias = r.to_device(nullptr, 2 * (size_t)r.d.batch * r.d.nhead_q * r.d.seqlen_q * r.d.seqlen_k);
+    r.d.dbias_stride_s = r.d.seqlen_k;
+    r.d.dbias_stride_h = (int64_t)r.d.seqlen_q * r.d.seqlen_k;
+    r.d.dbias_stride_b = (int64_t)r.d.nhead_q * r.d.dbias_stride_h;
+    EXPECT_EQ(ckt_fmha_bwd(&r.d, nullptr), CKT_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(std::string(ckt_last_error()).rfind("dbias:", 0), 0u) << ckt_last_error();
+    r.d.bias = r.d.dbias;
+    r.d.bias_stride_s = r.d.seqlen_k;
+    r.d.bias_stride_h = 0; // broadcast over heads: allowed for bias ...
+    r.d.dbias_stride_h = 0; // ... not for dbias
+    if (r.d.nhead_q > 1) {
+        EXPECT_EQ(ckt_fmha_bwd(&r.d, nullptr), CKT_ERROR_UNSUPPORTED);
+        EXPECT_EQ(std::string(ckt_last_error()).rfind("dbias:", 0), 0u) << ckt_last_error();
+    }
+    r.d.dbias = nullptr;
+    const float *slopes = (const float *)r.to_device(nullptr, 4 * (size_t)r.d.nhead_q);
+    r.d.alibi_slopes = slopes;
+    EXPECT_EQ(ckt_fmha_bwd(&r.d, nullptr), CKT_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(std::string(ckt_last_error()).rfind("alibi_slopes:", 0), 0u) << ckt_last_error();
+    r.d.alibi_slopes = nullptr;
+    r.d.softcap = 3.0f;
+    EXPECT_EQ(ckt_fmha_bwd(&r.d, nullptr), CKT_ERROR_UNSUPPORTED);
+    EXPECT_EQ(std::string(ckt_last_error()).rfind("bias:", 0), 0u) << ckt_last_error();
+    r.d.softcap = 0.0f;
+    r.d.bias = nullptr;
     // a plan for other traits
     ckt_fmha_bwd_traits t = CKT_ZERO_INIT;
     t.batch = 1;

@@ -3,8 +3,9 @@
 # mode (with padding), masks, GQA/MQA, soft-cap, d != d_v, the one-call API and
 # both -prepare paths validate dQ / dK / dV against the CPU reference (exit 0);
 # -deterministic=1 gives the same dq/dk/dv hashes in two processes (and in one,
-# "rerun_identical"); options not supported yet (-bias=e ...) exit non-zero
-# with a message saying so; bad options exit 2.
+# "rerun_identical"); -bias=e|a and -dbias=1 validate against the reference;
+# options not supported yet (-p_drop) exit non-zero with a message saying so;
+# bad options exit 2.
 set -u
 bin="$1"
 fail=0
@@ -46,6 +47,17 @@ case "$js" in
   *) echo "FAIL: -json -p_drop printed: $js"; fail=1 ;;
 esac
 
+# bias and ALiBi (-bias=e|a, CK's names), dbias against the reference; masks, GQA, group mode
+run -bias=e -dbias=1 -h=4 -h_k=2 -s=70 -s_k=40 -mask=b
+run -bias=a -s=50 -mask=t -prec=bf16
+run -bias=1 -dbias=1 -mode=1 -b=3 -s=40,0,9 -s_k=5,20,60 -mask=b -deterministic=1 -prepare=async
+run -bias=2 -mode=1 -b=2 -s=33,17 -s_k=20,64 -mask=t:8,0
+js=$("$bin" -json=1 -bias=e -dbias=1 -s=60 -deterministic=1 -warmup=0 -repeat=2 2>/dev/null | tail -1)
+case "$js" in
+  *'"bias":"e","dbias":1,"dbias_max_abs_err":'*'"valid":true,"rerun_identical":true'*) echo "ok: -json -bias=e -dbias=1 -> $js" ;;
+  *) echo "FAIL: -json -bias=e -dbias=1 printed: $js"; fail=1 ;;
+esac
+
 # -deterministic=1: two processes, the same bytes
 j1=$("$bin" -json=1 -b=2 -h=4 -h_k=2 -s=90 -mask=b -deterministic=1 -warmup=1 -repeat=1 2>/dev/null | tail -1)
 j2=$("$bin" -json=1 -b=2 -h=4 -h_k=2 -s=90 -mask=b -deterministic=1 -warmup=0 -repeat=1 2>/dev/null | tail -1)
@@ -62,17 +74,8 @@ else
   echo "FAIL: -deterministic=1 hashes differ: '$h1' vs '$h2'"; fail=1
 fi
 
-# not supported yet: a message saying so, exit status != 0
-for bad in -bias=e -bias=a -dbias=1; do
-  msg=$("$bin" $bad -s=16 2>&1 >/dev/null)
-  rc=$?
-  if [ "$rc" = 0 ] || ! echo "$msg" | grep -q "not supported yet"; then
-    echo "FAIL: fmha_bwd $bad exited $rc: $msg"; fail=1
-  else
-    echo "ok: fmha_bwd $bad -> exit $rc: $msg"
-  fi
-done
-for bad in -prec=fp32 -mask=x -d=100 -mode=0\ -s=1,2 -foo=1 -prepare=maybe -deterministic=2 -lse=1 -sink=3 -p_drop=1 -p_drop=-0.1; do
+for bad in -prec=fp32 -mask=x -d=100 -mode=0\ -s=1,2 -foo=1 -prepare=maybe -deterministic=2 -lse=1 -sink=3 -p_drop=1 -p_drop=-0.1 \
+           -bias=x -dbias=2 -dbias=1\ -bias=a -dbias=1; do
   "$bin" $bad >/dev/null 2>&1
   rc=$?
   if [ "$rc" != 2 ]; then echo "FAIL: fmha_bwd $bad exited $rc, want 2"; fail=1; else echo "ok: fmha_bwd $bad -> exit 2"; fi

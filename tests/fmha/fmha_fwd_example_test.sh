@@ -31,6 +31,17 @@ run -s=3 -s_k=100 -cache_batch_idx=1 -iperm=0
 run -sink=1 -lse=1 -mask=b -h=4 -h_k=2
 run -sink=1 -s=3 -s_k=200 -h=8 -h_k=2 -num_splits=3 -lse=1 -prec=bf16
 run -sink=1 -mode=1 -b=3 -s=40,1,9 -s_k=5,0,60 -mask=b -lse=1 -logits_soft_cap=5
+# bias and ALiBi (-bias=e|a): plain, GQA decode (packed), split-KV, paged, group mode
+run -bias=e -lse=1 -mask=b -h=4 -h_k=2
+run -bias=a -lse=1 -mask=t -prec=bf16 -s=70 -s_k=130
+run -bias=e -s=3 -s_k=200 -h=8 -h_k=2 -num_splits=3 -lse=1 -prec=bf16
+run -bias=a -s=4 -s_k=200 -num_splits=0 -page_block_size=16 -mask=b
+run -bias=1 -mode=1 -b=3 -s=40,1,9 -s_k=5,0,60 -mask=b -lse=1
+jb=$("$bin" -json=1 -bias=a -b=1 -s=20 2>/dev/null | tail -1)
+case "$jb" in
+  *'"bias":"a"'*'"valid":true'*) echo "ok: -json -bias=a -> $jb" ;;
+  *) echo "FAIL: -json -bias=a printed: $jb"; fail=1 ;;
+esac
 json=$("$bin" -json=1 -sink=1 -b=1 -s=20 2>/dev/null | tail -1)
 case "$json" in
   *'"sink":1'*'"valid":true'*) echo "ok: -json -sink=1 -> $json" ;;
@@ -57,7 +68,7 @@ case "$json" in
   '{"example":"fmha_fwd"'*'"valid":true'*'"tflops":'*'}') echo "ok: -json -> $json" ;;
   *) echo "FAIL: -json printed: $json"; fail=1 ;;
 esac
-for bad in -prec=fp32 -mask=x -d=100 -mode=0\ -s=1,2 -foo=1 -s_kpad=8 -num_splits=-1 -table=x -table=sglang \
+for bad in -bias=x -prec=fp32 -mask=x -d=100 -mode=0\ -s=1,2 -foo=1 -s_kpad=8 -num_splits=-1 -table=x -table=sglang \
            -mode=1\ -cache_batch_idx=1 -num_splits=1000 -sink=2 -p_drop=1 -s_randval=1 -p_drop=0.1\ -s_randval=2; do
   "$bin" $bad >/dev/null 2>&1
   rc=$?

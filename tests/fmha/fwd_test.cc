@@ -41,6 +41,8 @@ struct Case {
     int drop_ptr = 0;    // seed / offset through drop_seed_offset (device)
     int num_splits = 0;  // split-KV count (0: none; with a workspace)
     uint64_t drop_salt = 0; // added to the dropout seed (same inputs, another mask)
+    int bias = 0;    // 1: elementwise bias, random in [-2, 2]; 2: ALiBi, slopes random in [0, 0.25]
+    int bcast = 0;   // bias: 1 broadcast over the batch (stride_b 0), 2 over heads; ALiBi: 1 slopes [b][h]
     std::string name;
 };
 
@@ -66,6 +68,8 @@ std::string case_name(const Case &c)
     if (c.p_drop > 0.0f)
         n += "_drop" + std::to_string((int)(c.p_drop * 100)) + (c.randval ? "_randval" : "") + (c.drop_ptr ? "_ptr" : "");
     n += c.num_splits ? "_splits" + std::to_string(c.num_splits) : "";
+    n += c.bias == 1 ? "_bias" : c.bias == 2 ? "_alibi" : "";
+    n += c.bcast ? "_bc" + std::to_string(c.bcast) : "";
     return n;
 }
 
@@ -89,9 +93,10 @@ struct FwdRun {
     ckt_fmha_fwd_args dv; // device arguments
     std::vector<int32_t> start_q, start_k, len_q, len_k;
     std::vector<uint16_t> q, k, v, o;
-    std::vector<float> lse, sink;
     std::vector<uint8_t> randval; // the kernel's random bytes (host copy)
     uint64_t seed_offset[2] = {0, 0};
+    std::vector<float> lse, sink, slopes;
+    std::vector<uint16_t> bias;
     FmhaDeviceBuffers bufs;
 
     void *to_device(const void *src, size_t bytes) { return bufs.dev(src, bytes); }
@@ -169,6 +174,19 @@ void run_case(const Case &c, FwdRun &r)
         ASSERT_EQ(ckt_fill(r.sink.data(), CKT_F32, r.sink.size(), ckt_init_uniform(-2, 4), seed + 3), CKT_SUCCESS);
         a.sink = r.sink.data();
     }
+    if (c.bias == 1) { // [batch][h][seqlen_q][seqlen_k + 3]: ragged rows; a zero stride broadcasts
+        a.bias_stride_s = a.seqlen_k + 3;
+        a.bias_stride_h = c.bcast == 2 ? 0 : (int64_t)a.seqlen_q * a.bias_stride_s;
+        a.bias_stride_b = c.bcast == 1 ? 0 : (int64_t)(c.bcast == 2 ? 1 : c.h) * a.seqlen_q * a.bias_stride_s;
+        r.bias.assign((size_t)(c.bcast == 1 ? 1 : c.batch) * (c.bcast == 2 ? 1 : c.h) * a.seqlen_q * a.bias_stride_s + 1, 0);
+        ASSERT_EQ(ckt_fill(r.bias.data(), c.dt, r.bias.size(), ckt_init_uniform(-2, 2), seed + 4), CKT_SUCCESS);
+        a.bias = r.bias.data();
+    } else if (c.bias == 2) { // slopes [h] or [batch][h]
+        r.slopes.assign((size_t)(c.bcast ? c.batch : 1) * c.h, 0.0f);
+        ASSERT_EQ(ckt_fill(r.slopes.data(), CKT_F32, r.slopes.size(), ckt_init_uniform(0, 0.25), seed + 5), CKT_SUCCESS);
+        a.alibi_slopes = r.slopes.data();
+        a.alibi_stride_b = c.bcast ? c.h : 0;
+    }
 
     if (c.p_drop > 0.0f) { // seed and offset from the case's name: every case its own mask
         a.p_drop = c.p_drop;
@@ -208,6 +226,8 @@ void run_case(const Case &c, FwdRun &r)
     d.o = r.to_device(r.o.data(), r.o.size() * 2);
     d.lse = c.lse ? (float *)r.to_device(r.lse.data(), r.lse.size() * 4) : nullptr;
     d.sink = c.sink ? (const float *)r.to_device(r.sink.data(), r.sink.size() * 4) : nullptr;
+    d.bias = c.bias == 1 ? r.to_device(r.bias.data(), r.bias.size() * 2) : nullptr;
+    d.alibi_slopes = c.bias == 2 ? (const float *)r.to_device(r.slopes.data(), r.slopes.size() * 4) : nullptr;
     if (c.group) {
         d.seqstart_q = (const int32_t *)r.to_device(r.start_q.data(), r.start_q.size() * 4);
         d.seqstart_k = (const int32_t *)r.to_device(r.start_k.data(), r.start_k.size() * 4);
@@ -613,6 +633,76 @@ std::vector<Case> matrix()
         sp.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT, sp.sink = 1, sp.dt = CKT_BF16;
         add(sp);
     }
+    // bias and ALiBi: masks (ALiBi's diagonal follows the mask's alignment),
+    // GQA, both layouts, broadcasts, group mode with padding, ragged
+    // lengths, decode's GQA-packed rows, scale
+    {
+        const Mask bias_masks[] = {{CKT_MASK_NONE, 0, 0},
+                                   {CKT_MASK_CAUSAL_TOP_LEFT, 0, 0},
+                                   {CKT_MASK_CAUSAL_BOTTOM_RIGHT, 0, 0},
+                                   {CKT_MASK_WINDOW_TOP_LEFT, 16, 5},
+                                   {CKT_MASK_WINDOW_BOTTOM_RIGHT, 20, -1}};
+        const int bias_lens[][2] = {{55, 100}, {130, 67}};
+        int k = 0;
+        for (int kind : {1, 2})
+            for (const Mask &m : bias_masks)
+                for (const auto &l : bias_lens) {
+                    Case c;
+                    c.bias = kind;
+                    c.bcast = k % 3 == 2 ? (kind == 1 ? 1 + k % 2 : 1) : 0;
+                    c.dt = k % 2 ? CKT_BF16 : CKT_F16;
+                    c.mask = m.m;
+                    c.wl = m.l;
+                    c.wr = m.r;
+                    c.sq = {l[0]};
+                    c.sk = {l[1]};
+                    c.h = k % 3 == 0 ? 6 : 4;
+                    c.hk = k % 3 == 0 ? 2 : k % 3 == 1 ? 1 : 4;
+                    c.d = c.dv = k % 4 == 3 ? 128 : 64;
+                    c.iperm = k % 2;
+                    c.scale = k % 5 == 4 ? 0.2f : 0.0f;
+                    k++;
+                    add(c);
+                }
+        for (int kind : {1, 2}) {
+            Case g; // group mode: zero-length entries, no keys, padding, GQA
+            g.bias = kind;
+            g.group = 1;
+            g.batch = 4;
+            g.sq = {0, 17, 9, 64};
+            g.sk = {5, 0, 40, 80};
+            g.qpad = 5;
+            g.kpad = 11;
+            g.h = 4;
+            g.hk = 2;
+            g.bcast = kind == 2;
+            g.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT;
+            add(g);
+            g.mask = CKT_MASK_NONE, g.dt = CKT_BF16, g.sq = {3, 1, 12, 2};
+            add(g);
+            for (int d : {64, 128, 256}) { // decode: GQA-packed rows of g heads, each with its own bias row
+                Case dcd;
+                dcd.bias = kind;
+                dcd.bcast = d == 128;
+                dcd.d = dcd.dv = d;
+                dcd.dt = d == 128 ? CKT_BF16 : CKT_F16;
+                dcd.sq = {d == 64 ? 1 : 5};
+                dcd.sk = {200};
+                dcd.h = 8;
+                dcd.hk = 2;
+                dcd.mask = d == 256 ? CKT_MASK_NONE : CKT_MASK_CAUSAL_BOTTOM_RIGHT;
+                add(dcd);
+            }
+            Case big; // d256 (one warp on CDNA), sink too
+            big.bias = kind;
+            big.sink = 1;
+            big.d = big.dv = 256;
+            big.sq = {33};
+            big.sk = {71};
+            big.mask = CKT_MASK_CAUSAL_TOP_LEFT;
+            add(big);
+        }
+    }
     return cs;
 }
 
@@ -827,6 +917,14 @@ TEST(Dispatch, ArgsLayoutIsExported)
     EXPECT_EQ(ckt_fmha_bwd_args_offset("p_drop"), offsetof(ckt_fmha_bwd_args, p_drop));
     EXPECT_EQ(ckt_fmha_bwd_args_offset("drop_offset"), offsetof(ckt_fmha_bwd_args, drop_offset));
     EXPECT_EQ(ckt_fmha_bwd_args_offset("drop_seed_offset"), offsetof(ckt_fmha_bwd_args, drop_seed_offset));
+    EXPECT_EQ(ckt_fmha_fwd_args_offset("bias"), offsetof(ckt_fmha_fwd_args, bias));
+    EXPECT_EQ(ckt_fmha_fwd_args_offset("bias_stride_s"), offsetof(ckt_fmha_fwd_args, bias_stride_s));
+    EXPECT_EQ(ckt_fmha_fwd_args_offset("alibi_slopes"), offsetof(ckt_fmha_fwd_args, alibi_slopes));
+    EXPECT_EQ(ckt_fmha_fwd_args_offset("alibi_stride_b"), offsetof(ckt_fmha_fwd_args, alibi_stride_b));
+    EXPECT_EQ(ckt_fmha_bwd_args_offset("bias_stride_h"), offsetof(ckt_fmha_bwd_args, bias_stride_h));
+    EXPECT_EQ(ckt_fmha_bwd_args_offset("alibi_stride_b"), offsetof(ckt_fmha_bwd_args, alibi_stride_b));
+    EXPECT_EQ(ckt_fmha_bwd_args_offset("dbias"), offsetof(ckt_fmha_bwd_args, dbias));
+    EXPECT_EQ(ckt_fmha_bwd_args_offset("dbias_stride_s"), offsetof(ckt_fmha_bwd_args, dbias_stride_s));
     EXPECT_EQ(ckt_fmha_bwd_args_offset("sizeof"), sizeof(ckt_fmha_bwd_args));
     EXPECT_EQ(ckt_fmha_fwd_args_offset("nope"), (size_t)-1);
 }

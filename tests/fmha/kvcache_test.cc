@@ -47,6 +47,7 @@ struct Case {
     int cbi = 0;         // cache_batch_idx (a permutation into a cache with one spare entry)
     int sink = 0;        // per-head sink logits (gpt-oss), random in [-2, 4]
     float p_drop = 0.0f; // dropout: a mask of logical coordinates, the same paged or not
+    int bias = 0;        // 1: elementwise bias [b][h][i][j] (logical positions), 2: ALiBi slopes [b][h]
     std::string name;
 };
 
@@ -67,6 +68,7 @@ std::string case_name(const Case &c)
         n += "_w" + std::to_string(c.wl) + "_" + std::to_string(c.wr);
     n += c.sink ? "_sink" : "";
     n += c.p_drop > 0.0f ? "_drop" + std::to_string((int)(c.p_drop * 100)) : "";
+    n += c.bias == 1 ? "_bias" : c.bias == 2 ? "_alibi" : "";
     return n;
 }
 
@@ -79,7 +81,8 @@ struct KvRun {
     ckt_fmha_fwd_args dev;   // the kernel's arguments
     std::vector<int32_t> start_q, len_k, start_k_plain, cbi, table, indptr, indices, last;
     std::vector<uint16_t> q, kp, vp, kc, vc, o; // kp/vp: plain keys; kc/vc: the cache (contiguous or pool)
-    std::vector<float> lse, sink;
+    std::vector<float> lse, sink, slopes;
+    std::vector<uint16_t> bias;
     size_t ws_bytes = 0;
     FmhaDeviceBuffers bufs;
 };
@@ -148,6 +151,19 @@ void build(const Case &c, KvRun &r)
         a.p_drop = c.p_drop;
         a.drop_seed = 0xabcdef12345ull + seed;
         a.drop_offset = 99;
+    }
+    if (c.bias == 1) { // indexed by the logical key position, whatever the cache's layout
+        a.bias_stride_s = a.seqlen_k + 1;
+        a.bias_stride_h = (int64_t)a.seqlen_q * a.bias_stride_s;
+        a.bias_stride_b = (int64_t)c.h * a.bias_stride_h;
+        r.bias.assign((size_t)c.batch * a.bias_stride_b, 0);
+        ASSERT_EQ(ckt_fill(r.bias.data(), c.dt, r.bias.size(), ckt_init_uniform(-2, 2), seed + 4), CKT_SUCCESS);
+        a.bias = r.bias.data();
+    } else if (c.bias == 2) {
+        r.slopes.assign((size_t)c.batch * c.h, 0.0f);
+        ASSERT_EQ(ckt_fill(r.slopes.data(), CKT_F32, r.slopes.size(), ckt_init_uniform(0, 0.1), seed + 5), CKT_SUCCESS);
+        a.alibi_slopes = r.slopes.data();
+        a.alibi_stride_b = c.h;
     }
 
     // the kernel's view: the same queries, the keys in the cache
@@ -274,6 +290,8 @@ void build(const Case &c, KvRun &r)
     d.o = r.bufs.dev(r.o.data(), r.o.size() * 2);
     d.lse = (float *)r.bufs.dev(r.lse.data(), r.lse.size() * 4);
     d.sink = c.sink ? (const float *)r.bufs.dev(r.sink.data(), r.sink.size() * 4) : nullptr;
+    d.bias = c.bias == 1 ? r.bufs.dev(r.bias.data(), r.bias.size() * 2) : nullptr;
+    d.alibi_slopes = c.bias == 2 ? (const float *)r.bufs.dev(r.slopes.data(), r.slopes.size() * 4) : nullptr;
     d.seqstart_q = c.group ? dev32(r.start_q) : nullptr;
     d.seqlen_k_ptr = p.seqlen_k_ptr ? dev32(r.len_k) : nullptr;
     d.cache_batch_idx = p.cache_batch_idx ? dev32(r.cbi) : nullptr;
@@ -506,6 +524,40 @@ std::vector<Case> cases()
         add(c);
         c = Case();
         c.p_drop = 0.4f;
+        c.group = 1, c.batch = 3, c.sq = {37, 0, 9}, c.sk = {150, 20, 64}, c.kv = kSglang, c.page_size = 48;
+        c.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT, c.h = 4, c.hk = 2, c.splits = 2;
+        add(c);
+    }
+    // bias and ALiBi over the cache paths: split-KV (explicit, automatic),
+    // decode's GQA-packed rows, paged (vLLM, sglang), cache_batch_idx, batch prefill
+    for (int kind : {1, 2}) {
+        for (int splits : {1, 3, 0}) {
+            Case c;
+            c.bias = kind;
+            c.splits = splits;
+            c.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT;
+            c.h = 8;
+            c.hk = 2;
+            c.sq = {splits == 3 ? 16 : 4};
+            c.sk = {300, 0};
+            add(c);
+        }
+        Case c;
+        c.bias = kind;
+        c.sq = {70}, c.sk = {260, 100}, c.splits = 2, c.h = 4, c.hk = 1; // several query tiles, split
+        c.mask = CKT_MASK_WINDOW_BOTTOM_RIGHT, c.wl = 50, c.wr = 3, c.dt = CKT_F16;
+        add(c);
+        c = Case();
+        c.bias = kind;
+        c.kv = kVllm, c.page_size = 16, c.sq = {5}, c.sk = {200, 33}, c.splits = 3, c.cbi = 1;
+        c.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT, c.d = c.dv = 128;
+        add(c);
+        c = Case();
+        c.bias = kind;
+        c.kv = kVllm, c.page_size = 7, c.sq = {3}, c.sk = {90, 41}, c.splits = 1; // pages cut key tiles
+        add(c);
+        c = Case();
+        c.bias = kind;
         c.group = 1, c.batch = 3, c.sq = {37, 0, 9}, c.sk = {150, 20, 64}, c.kv = kSglang, c.page_size = 48;
         c.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT, c.h = 4, c.hk = 2, c.splits = 2;
         add(c);

@@ -90,6 +90,7 @@ struct Problem {
     std::vector<float> q, k, v, o, dout, lse; // NaN outside the logical rows
     std::vector<float> dq, dk, dv, d;         // the reference's outputs, kSentinel before
     std::vector<float> sink;                  // attention sinks (nhead_q logits); empty: none
+    std::vector<float> bias, slopes;          // bias [b][h][seqlen_q][seqlen_k + 2] / ALiBi slopes [h]; empty: none
 
     Problem(const Shape &shape, uint64_t seed) : s(shape), group(!shape.start_q.empty())
     {
@@ -248,10 +249,12 @@ struct Problem {
 // o / lse are given. A sink joins the denominator with no value.
 double Forward(const Problem &p, const std::vector<double> &q, const std::vector<double> &k,
                const std::vector<double> &v, std::vector<float> *o = nullptr, std::vector<float> *lse = nullptr,
-               const std::vector<double> *sinks = nullptr)
+               const std::vector<double> *sinks = nullptr, const std::vector<double> *biases = nullptr)
 {
     const std::vector<double> own(p.sink.begin(), p.sink.end());
     const std::vector<double> &sink = sinks ? *sinks : own;
+    const std::vector<double> own_bias(p.bias.begin(), p.bias.end());
+    const std::vector<double> &bias = biases ? *biases : own_bias;
     const Shape &s = p.s;
     const double scale = s.scale != 0.0f ? s.scale : 1.0 / std::sqrt((double)s.hdim_q);
     const int g = s.nhead_q / s.nhead_k;
@@ -278,6 +281,12 @@ double Forward(const Problem &p, const std::vector<double> &q, const std::vector
                     x *= scale;
                     if (s.softcap > 0.0f)
                         x = s.softcap * std::tanh(x / s.softcap);
+                    if (!bias.empty()) // + B[b][h][i][j], the view's strides
+                        x += bias[(size_t)(b * p.a.bias_stride_b + h * p.a.bias_stride_h + i * p.a.bias_stride_s + j)];
+                    if (!p.slopes.empty()) { // ALiBi: -slope |j - i - off|, off as the mask aligns
+                        const bool br = s.mask == CKT_MASK_CAUSAL_BOTTOM_RIGHT || s.mask == CKT_MASK_WINDOW_BOTTOM_RIGHT;
+                        x -= p.slopes[(size_t)h] * std::fabs((double)(j - i - (br ? e.sk - e.sq : 0)));
+                    }
                     logit[(size_t)j] = x;
                     seen[(size_t)j] = 1;
                     mx = std::max(mx, x);
@@ -652,6 +661,118 @@ TEST(RefBwd, DropoutGradientsMatchCentralDifferences)
         ASSERT_EQ(q.Run(), CKT_SUCCESS) << ckt_last_error();
         EXPECT_GT(Check(q.dv, fd[2]).ratio, 10.0) << name << ": dV without the dropout mask";
     }
+}
+
+// >>bias and ALiBi: dQ, dK, dV with the bias in the logits, and dbias
+// (ckt_ref_fmha_bwd_ex) against central differences of L over every bias
+// element (0 where masked), with masks, GQA and group mode; ALiBi's dQ, dK,
+// dV; errors naming dbias / alibi_slopes / bias.
+void AddBias(Problem &p, uint64_t seed)
+{
+    p.a.bias_stride_s = p.s.seqlen_k + 2;
+    p.a.bias_stride_h = (int64_t)p.s.seqlen_q * p.a.bias_stride_s;
+    p.a.bias_stride_b = (int64_t)p.s.nhead_q * p.a.bias_stride_h;
+    p.bias.assign((size_t)(p.s.batch * p.a.bias_stride_b), 0.0f);
+    ASSERT_EQ(ckt_fill(p.bias.data(), CKT_F32, p.bias.size(), ckt_init_uniform(-2, 2), seed), CKT_SUCCESS);
+    p.a.bias = p.bias.data();
+    p.a.dbias_stride_b = p.a.bias_stride_b;
+    p.a.dbias_stride_h = p.a.bias_stride_h;
+    p.a.dbias_stride_s = p.a.bias_stride_s;
+}
+
+TEST(RefBwd, BiasGradientsMatchCentralDifferences)
+{
+    for (const char *name : {"no_mask", "causal_bottom_right_sq_gt_sk", "window_top_left_2_1", "gqa_4_2",
+                             "group_padding_empty_entries"}) {
+        Problem p(CaseNamed(name), 17);
+        AddBias(p, 5);
+        if (HasFatalFailure())
+            return;
+        RunForward(p);
+        std::vector<float> dbias(p.bias.size(), kSentinel);
+        ASSERT_EQ(ckt_ref_fmha_bwd_ex(&p.a, p.dq.data(), p.dk.data(), p.dv.data(), p.d.data(), dbias.data()),
+                  CKT_SUCCESS)
+            << ckt_last_error();
+        const ckt_fmha_bwd_tensor in[3] = {CKT_FMHA_BWD_TENSOR_Q, CKT_FMHA_BWD_TENSOR_K, CKT_FMHA_BWD_TENSOR_V};
+        const std::vector<float> *ref[3] = {&p.dq, &p.dk, &p.dv};
+        for (int t = 0; t < 3; t++) {
+            const Worst w = Check(*ref[t], FiniteDifferences(p, in[t]));
+            EXPECT_LE(w.ratio, 1.0) << name << " " << Describe("dQ dK dV" + 3 * t, w);
+        }
+        // dbias against central differences of every logical element; the rest untouched
+        std::vector<double> bd(p.bias.begin(), p.bias.end());
+        std::vector<char> logical(dbias.size(), 0);
+        double max_grad = 0.0;
+        int zeros = 0;
+        for (int b = 0; b < p.s.batch; b++) {
+            const Entry e = p.entry(b);
+            for (int h = 0; h < p.s.nhead_q; h++)
+                for (int i = 0; i < e.sq; i++)
+                    for (int j = 0; j < e.sk; j++) {
+                        const size_t at = (size_t)(b * p.a.bias_stride_b + h * p.a.bias_stride_h + i * p.a.bias_stride_s + j);
+                        logical[at] = 1;
+                        const double x0 = bd[at];
+                        bd[at] = x0 + kEps;
+                        const double up = Forward(p, ToDouble(p.q), ToDouble(p.k), ToDouble(p.v), nullptr, nullptr, nullptr, &bd);
+                        bd[at] = x0 - kEps;
+                        const double down = Forward(p, ToDouble(p.q), ToDouble(p.k), ToDouble(p.v), nullptr, nullptr, nullptr, &bd);
+                        bd[at] = x0;
+                        const double fd = (up - down) / (2.0 * kEps);
+                        max_grad = std::max(max_grad, std::fabs(fd));
+                        EXPECT_NEAR(dbias[at], fd, kAtol + kRtol * std::fabs(fd))
+                            << name << ": dbias b " << b << " h " << h << " i " << i << " j " << j;
+                        if (!Visible(p.s, i, j, e.sq, e.sk)) {
+                            EXPECT_EQ(dbias[at], 0.0f) << name << ": masked dbias";
+                            zeros++;
+                        }
+                    }
+        }
+        for (size_t x = 0; x < dbias.size(); x++) {
+            if (!logical[x]) {
+                EXPECT_EQ(dbias[x], kSentinel) << name << ": dbias padding written at " << x;
+            }
+        }
+        EXPECT_GT(max_grad, kMinGrad) << name << ": the check needs non-trivial gradients";
+        if (std::string(name) != "no_mask" && std::string(name) != "gqa_4_2") {
+            EXPECT_GT(zeros, 0) << name << ": the case must mask some pairs";
+        }
+    }
+}
+
+TEST(RefBwd, AlibiGradientsMatchCentralDifferences)
+{
+    for (const char *name : {"no_mask", "causal_bottom_right", "window_bottom_right_1_unlimited", "gqa_4_2"}) {
+        Problem p(CaseNamed(name), 23);
+        p.slopes.resize((size_t)p.s.nhead_q);
+        for (int h = 0; h < p.s.nhead_q; h++)
+            p.slopes[(size_t)h] = 0.25f + 0.5f * (float)h;
+        p.a.alibi_slopes = p.slopes.data();
+        RunForward(p);
+        ASSERT_EQ(p.Run(), CKT_SUCCESS) << ckt_last_error();
+        const ckt_fmha_bwd_tensor in[3] = {CKT_FMHA_BWD_TENSOR_Q, CKT_FMHA_BWD_TENSOR_K, CKT_FMHA_BWD_TENSOR_V};
+        const std::vector<float> *ref[3] = {&p.dq, &p.dk, &p.dv};
+        for (int t = 0; t < 3; t++) {
+            const Worst w = Check(*ref[t], FiniteDifferences(p, in[t]));
+            EXPECT_LE(w.ratio, 1.0) << name << " " << Describe("dQ dK dV" + 3 * t, w);
+            EXPECT_GT(w.max_grad, kMinGrad) << name;
+        }
+    }
+    // the reference's own errors: dbias without bias, bias with ALiBi, bias with a soft-cap
+    Problem p(CaseNamed("no_mask"), 3);
+    RunForward(p);
+    std::vector<float> dbias((size_t)p.s.batch * p.s.nhead_q * p.s.seqlen_q * p.s.seqlen_k);
+    EXPECT_EQ(ckt_ref_fmha_bwd_ex(&p.a, p.dq.data(), p.dk.data(), p.dv.data(), nullptr, dbias.data()),
+              CKT_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(ckt_last_error()).find("dbias"), std::string::npos) << ckt_last_error();
+    AddBias(p, 1);
+    const float slope = 1.0f;
+    p.a.alibi_slopes = &slope;
+    EXPECT_EQ(p.Run(), CKT_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(ckt_last_error()).find("alibi_slopes"), std::string::npos) << ckt_last_error();
+    p.a.alibi_slopes = nullptr;
+    p.a.softcap = 2.0f;
+    EXPECT_EQ(p.Run(), CKT_ERROR_UNSUPPORTED);
+    EXPECT_NE(std::string(ckt_last_error()).find("bias"), std::string::npos) << ckt_last_error();
 }
 
 // >>dK = dV = 0 for entries without queries

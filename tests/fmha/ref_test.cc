@@ -79,6 +79,74 @@ TEST(RefFmha, SingleKeyGivesItsValueAndDefaultScale)
     }
 }
 
+// Bias and ALiBi in the reference: with q = 0 the logits are the bias
+// alone, so LSE[i] = log sum_{visible j} exp(B_ij) and O[i] = sum_j
+// softmax(B)_j V[j]. ALiBi by hand: B = -slope |j - i - off|, off = sk - sq
+// for bottom-right masks, 0 for top-left and no mask; the same values as an
+// elementwise bias (broadcast over the batch) give the same result.
+TEST(RefFmha, BiasAndAlibiAddToTheLogits)
+{
+    struct C {
+        ckt_fmha_mask mask;
+        int off;
+    } cases[] = {{CKT_MASK_NONE, 0}, {CKT_MASK_CAUSAL_TOP_LEFT, 0}, {CKT_MASK_CAUSAL_BOTTOM_RIGHT, 2}};
+    for (const C &c : cases) {
+        const int B = 2, H = 2, SQ = 3, SK = 5;
+        Dense t(B, H, H, SQ, SK, 8, 8);
+        t.a.mask = c.mask;
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < H; h++)
+                for (int j = 0; j < SK; j++)
+                    for (int d = 0; d < 8; d++)
+                        t.V(b, h, j, d) = (float)(j + d);
+        const float slopes[H] = {0.5f, 0.125f};
+        t.a.alibi_slopes = slopes;
+        ASSERT_EQ(t.run(), CKT_SUCCESS) << ckt_last_error();
+        const std::vector<float> o_alibi = t.o, l_alibi = t.lse;
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < H; h++)
+                for (int i = 0; i < SQ; i++) {
+                    double sum = 0.0, ov = 0.0;
+                    for (int j = 0; j < SK; j++) {
+                        if (c.mask != CKT_MASK_NONE && j > i + c.off)
+                            continue;
+                        const double w = std::exp(-slopes[h] * std::abs(j - i - c.off));
+                        sum += w;
+                        ov += w * j; // V[j][0] = j
+                    }
+                    EXPECT_NEAR(t.L(b, h, i), std::log(sum), 1e-5) << "mask " << c.mask << " h " << h << " i " << i;
+                    EXPECT_NEAR(t.O(b, h, i, 0), ov / sum, 1e-5) << "mask " << c.mask << " h " << h << " i " << i;
+                }
+        // the same values as a bias tensor [1][H][SQ][SK + 1] (broadcast over the batch)
+        std::vector<float> bias((size_t)H * SQ * (SK + 1), 99.0f);
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < SQ; i++)
+                for (int j = 0; j < SK; j++)
+                    bias[(size_t)(h * SQ + i) * (SK + 1) + j] = -slopes[h] * (float)std::abs(j - i - c.off);
+        t.a.alibi_slopes = nullptr;
+        t.a.bias = bias.data();
+        t.a.bias_stride_s = SK + 1;
+        t.a.bias_stride_h = (int64_t)SQ * (SK + 1);
+        t.a.bias_stride_b = 0;
+        ASSERT_EQ(t.run(), CKT_SUCCESS) << ckt_last_error();
+        for (size_t x = 0; x < t.o.size(); x++)
+            EXPECT_NEAR(t.o[x], o_alibi[x], 1e-6);
+        for (size_t x = 0; x < t.lse.size(); x++)
+            EXPECT_NEAR(t.lse[x], l_alibi[x], 1e-6);
+        // per-batch slopes: entry 1 with zero slopes is the plain softmax (LSE = log count)
+        const float slopes_b[2 * H] = {0.5f, 0.125f, 0.0f, 0.0f};
+        t.a.bias = nullptr;
+        t.a.alibi_slopes = slopes_b;
+        t.a.alibi_stride_b = H;
+        ASSERT_EQ(t.run(), CKT_SUCCESS) << ckt_last_error();
+        for (int i = 0; i < SQ; i++) {
+            EXPECT_NEAR(t.L(0, 1, i), l_alibi[(size_t)(t.a.lse_stride_h + i)], 1e-6);
+            const int count = c.mask == CKT_MASK_NONE ? SK : std::min(SK, i + c.off + 1);
+            EXPECT_NEAR(t.L(1, 1, i), std::log((double)count), 1e-6);
+        }
+    }
+}
+
 // q = 0: every visible logit is 0, so O[i] is the mean of the visible V rows
 // and LSE[i] = log(count). V[j][:] = j makes the visible set readable.
 struct MaskCase {

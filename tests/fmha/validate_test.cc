@@ -15,7 +15,7 @@ class Validate : public ::testing::Test {
   protected:
     // 16-byte aligned storage (the arguments are never dereferenced except
     // for the group-mode arrays on the CPU backend)
-    alignas(16) uint16_t buf[4][64];
+    alignas(16) uint16_t buf[5][64];
     alignas(16) float lse[16];
     int32_t start_q[4] = {0, 3, 3, 10}, start_k[4] = {0, 5, 5, 12};
     int32_t len_q[3] = {3, 0, 6}, len_k[3] = {5, 0, 7};
@@ -130,6 +130,47 @@ TEST_F(Validate, DropoutProbabilitySeedPointerAndRandval)
     a.p_drop = 2.0f;
     a.batch = 0; // before the empty test
     EXPECT_FAILS(CKT_ERROR_INVALID_ARGUMENT, "p_drop: 2");
+}
+
+// bias and ALiBi: with masks, GQA, group mode; zero strides broadcast;
+// 2-byte bias, 4-byte slopes; not both, not with a soft-cap, no negative
+// strides; errors name the argument (checked before the empty test)
+TEST_F(Validate, BiasAndAlibi)
+{
+    a.bias = buf[4];
+    a.bias_stride_s = 121; // any stride: elements are read one by one
+    a.bias_stride_h = 0;   // broadcast over heads
+    a.bias_stride_b = 4 * 100 * 121;
+    a.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT;
+    EXPECT_EQ(check(), CKT_SUCCESS) << ckt_last_error();
+    group();
+    EXPECT_EQ(check(), CKT_SUCCESS) << ckt_last_error();
+    a.bias = (const char *)buf[4] + 1;
+    EXPECT_FAILS(CKT_ERROR_MISALIGNED, "bias: 0x");
+    a.bias = buf[4];
+    a.bias_stride_s = -1;
+    EXPECT_FAILS(CKT_ERROR_INVALID_ARGUMENT, "bias_stride_s: -1 is negative");
+    SetUp();
+    a.alibi_slopes = lse;
+    a.alibi_stride_b = 4; // [batch][nhead_q]
+    a.mask = CKT_MASK_WINDOW_TOP_LEFT;
+    a.window_left = 8;
+    EXPECT_EQ(check(), CKT_SUCCESS) << ckt_last_error();
+    a.alibi_stride_b = -4;
+    EXPECT_FAILS(CKT_ERROR_INVALID_ARGUMENT, "alibi_stride_b: -4 is negative");
+    a.alibi_stride_b = 0;
+    a.alibi_slopes = (const float *)((const char *)lse + 2);
+    EXPECT_FAILS(CKT_ERROR_MISALIGNED, "alibi_slopes: 0x");
+    a.alibi_slopes = lse;
+    a.bias = buf[4]; // both: an error naming alibi_slopes, even for an empty problem
+    a.batch = 0;
+    EXPECT_FAILS(CKT_ERROR_INVALID_ARGUMENT, "alibi_slopes: set together with bias");
+    a.alibi_slopes = nullptr;
+    a.softcap = 30.0f; // bias with a soft-cap
+    EXPECT_FAILS(CKT_ERROR_UNSUPPORTED, "bias: set with softcap 30");
+    a.bias = nullptr;
+    a.alibi_slopes = lse;
+    EXPECT_FAILS(CKT_ERROR_UNSUPPORTED, "alibi_slopes: set with softcap 30");
 }
 
 TEST_F(Validate, ArgsNull)
@@ -461,7 +502,7 @@ TEST_F(Validate, GroupSeqlenBelowAnEntry)
 
 class ValidateBwd : public ::testing::Test {
   protected:
-    alignas(16) uint16_t buf[8][64];
+    alignas(16) uint16_t buf[10][64];
     alignas(16) float lse[16];
     alignas(16) unsigned char ws[64];
     int32_t start_q[4] = {0, 3, 3, 10}, start_k[4] = {0, 5, 5, 12};
@@ -588,6 +629,46 @@ TEST_F(ValidateBwd, Dropout)
     a.p_drop = 1.5f;
     a.batch = 0;
     EXPECT_FAILS(CKT_ERROR_INVALID_ARGUMENT, "p_drop: 1.5 (must be in [0, 1)");
+}
+
+// bias, ALiBi and dbias: dbias needs bias (an error naming dbias, also for
+// an empty problem), is 2-byte aligned, full per entry and head (a zero
+// batch or head stride would need a reduction), its elements distinct
+TEST_F(ValidateBwd, BiasAlibiAndDbias)
+{
+    a.bias = buf[8];
+    a.bias_stride_s = 120;
+    a.bias_stride_h = 100 * 120;
+    a.bias_stride_b = 0; // broadcast over the batch: fine for bias
+    a.dbias = buf[9];
+    a.dbias_stride_s = 120;
+    a.dbias_stride_h = 100 * 120;
+    a.dbias_stride_b = 4 * 100 * 120;
+    a.deterministic = 1;
+    EXPECT_EQ(check(), CKT_SUCCESS) << ckt_last_error();
+    a.dbias_stride_b = 0;
+    EXPECT_FAILS(CKT_ERROR_UNSUPPORTED, "dbias: dbias_stride_b 0 broadcasts over 2 batch entries");
+    a.dbias_stride_b = 4 * 100 * 120;
+    a.dbias_stride_h = 0;
+    EXPECT_FAILS(CKT_ERROR_UNSUPPORTED, "dbias: dbias_stride_h 0 broadcasts over 4 heads");
+    a.dbias_stride_h = 100 * 120;
+    a.dbias_stride_s = 100; // rows overlap: 100 < 120 keys
+    EXPECT_FAILS(CKT_ERROR_INVALID_ARGUMENT, "dbias_stride_s: 100");
+    a.dbias_stride_s = 120;
+    a.dbias = (char *)buf[9] + 1;
+    EXPECT_FAILS(CKT_ERROR_MISALIGNED, "dbias: 0x");
+    a.dbias = buf[9];
+    a.bias = nullptr; // the gradient of no bias
+    a.batch = 0;
+    EXPECT_FAILS(CKT_ERROR_INVALID_ARGUMENT, "dbias: set, but bias is NULL");
+    SetUp();
+    a.alibi_slopes = lse; // ALiBi in the backward: no gradient
+    EXPECT_EQ(check(), CKT_SUCCESS) << ckt_last_error();
+    a.dbias = buf[9];
+    EXPECT_FAILS(CKT_ERROR_INVALID_ARGUMENT, "dbias: set, but bias is NULL");
+    a.dbias = nullptr;
+    a.softcap = 5.0f;
+    EXPECT_FAILS(CKT_ERROR_UNSUPPORTED, "alibi_slopes: set with softcap 5");
 }
 
 TEST_F(ValidateBwd, DeterministicNotABool)
