@@ -685,6 +685,22 @@ std::vector<Case> matrix()
             add(c);
         }
     }
+    // the options together: bias (with dbias) or ALiBi with dropout, both modes
+    for (int kind : {1, 2})
+        for (int det : {0, 1}) {
+            Case c;
+            c.bias = kind;
+            c.p_drop = 0.25f;
+            c.det = det;
+            c.sink = kind == 2 && det;
+            c.mask = det ? CKT_MASK_CAUSAL_BOTTOM_RIGHT : CKT_MASK_NONE;
+            c.sq = {55};
+            c.sk = {100};
+            c.h = 4;
+            c.hk = 2;
+            c.dt = CKT_F16;
+            add(c);
+        }
     return cs;
 }
 

@@ -703,6 +703,25 @@ std::vector<Case> matrix()
             add(big);
         }
     }
+    // the options together: bias or ALiBi with dropout (and sinks), the random
+    // bytes against the reference's; group mode with padding
+    for (int kind : {1, 2}) {
+        Case c;
+        c.bias = kind;
+        c.p_drop = 0.3f;
+        c.randval = 1;
+        c.sink = kind == 2;
+        c.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT;
+        c.sq = {70};
+        c.sk = {129};
+        c.h = 4;
+        c.hk = 2;
+        c.dt = kind == 1 ? CKT_BF16 : CKT_F16;
+        add(c);
+        c.group = 1, c.batch = 3, c.sq = {0, 17, 40}, c.sk = {5, 33, 80}, c.qpad = 3, c.kpad = 7;
+        c.mask = CKT_MASK_NONE;
+        add(c);
+    }
     return cs;
 }
 
