@@ -11,8 +11,8 @@
  *   ckt_status NAME_plan(ckt_fmha_bwd_plan *plan, const ckt_fmha_bwd_traits *t);
  *   ckt_status NAME_run(const ckt_fmha_bwd_plan *plan, const ckt_fmha_bwd_args *a, ckt_stream s);
  *   int        NAME_fits(const ckt_fmha_bwd_args *a);
- * and the kernels NAME_dot_do_o_kernel, NAME_dq_dk_dv_kernel (and _dq_dk_dv_bias_kernel,
- * with bias or ALiBi; NAME_dbias_zero_kernel before it with dbias),
+ * and the kernels NAME_dot_do_o_kernel, NAME_dq_dk_dv_kernel (and _dq_dk_dv_drop_kernel with
+ * dropout, _dq_dk_dv_bias_kernel with bias or ALiBi; NAME_dbias_zero_kernel before it with dbias),
  * NAME_convert_dq_kernel and NAME_dsink_kernel (attention sinks), then #undefs the parameters (several instances per
  * translation unit are fine). Arguments: ckt_fmha_bwd_args (ckt/fmha/args.h);
  * workspace: ckt/fmha/workspace.h (NAME_plan, then ckt_fmha_bwd_prepare or
@@ -440,12 +440,17 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dbias_zero_kernel), ckt_fmha_bwd_args, a, CKT__FB_
 }
 
 #if CKT__FB_SUPPORTED
-/* dq_dk_dv's body; bias_on (a constant where it is called): the copy that
- * adds the bias or ALiBi and writes dbias (ckt/fmha/bias.h). Two kernels
- * below, _dq_dk_dv_kernel without and _dq_dk_dv_bias_kernel with, so that
- * the plain kernel holds no bias code (a uniform branch in one kernel still
- * raised nvcc's spills at 255 registers: d64 sm_90a 212 -> 428 bytes). */
-CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a, const int bias_on)
+/* dq_dk_dv's body; bias_on and drop_on are constants where it is called:
+ * bias_on the copy that adds the bias or ALiBi and writes dbias
+ * (ckt/fmha/bias.h); drop_on dropout (ckt/fmha/dropout.h): 0 never, 1
+ * always, 2 as a.p_drop says. Three kernels below, _dq_dk_dv_kernel
+ * (neither), _dq_dk_dv_drop_kernel (dropout) and _dq_dk_dv_bias_kernel
+ * (bias or ALiBi, dropout at run time), so that the plain kernel holds no
+ * option's code (a uniform branch in one kernel still raised nvcc's spills
+ * at 255 registers: d64 sm_90a 212 -> 428 bytes for the bias; dropout's
+ * branch cost the deterministic d128 backward 7% on H100, gone once in its
+ * own kernel). */
+CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a, const int bias_on, const int drop_on)
 {
     enum {
         D = CKT__FB_D, DV = CKT__FB_DV, BN = CKT__FB_BN, BM = CKT__FB_BM, QC = CKT__FB_QC,
@@ -465,6 +470,7 @@ CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a,
     const float scale = a.scale > 0.0f ? a.scale : 1.0f / sqrtf((float)a.hdim_q);
     const int group = a.nhead_q / a.nhead_k;
     const int64_t dq_ld = ckt_fmha_bwd_dq_ld(a.hdim_q);
+    const int drop = drop_on == 2 ? a.p_drop > 0.0f : drop_on; /* a constant but in the _bias kernel */
 
     /* this block's work units */
     const int64_t *unit_start = ckt_fmha_bwd_meta_unit_start(meta);
@@ -641,7 +647,7 @@ CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a,
                     ckt_fmha_bias_scores_t(s_acc, &bias, b, h, q0 + sw_n, n0 + sw_m, SWM, SWN, lane, scale, bf16);
                     to_log2 = CKT_LOG2E;
                 }
-                if (a.p_drop > 0.0f) { /* dropout (ckt/fmha/dropout.h), uniform branch: the forward's mask Z
+                if (drop) { /* dropout (ckt/fmha/dropout.h): the forward's mask Z
                                         * regenerated; dV takes P o Z / (1 - p), dS = P (Z / (1 - p) dP - D) (* tanh') */
                     const ckt_fmha_dropout dr =
                         ckt_fmha_dropout_of(a.p_drop, a.drop_seed, a.drop_offset, a.drop_seed_offset);
@@ -802,12 +808,17 @@ CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a,
 
 CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
 {
-    CKT__FB_FN(_dq_dk_dv_body)(a, 0);
+    CKT__FB_FN(_dq_dk_dv_body)(a, 0, 0);
+}
+
+CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_drop_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
+{
+    CKT__FB_FN(_dq_dk_dv_body)(a, 0, 1);
 }
 
 CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_bias_kernel), ckt_fmha_bwd_args, a, CKT__FB_T)
 {
-    CKT__FB_FN(_dq_dk_dv_body)(a, 1);
+    CKT__FB_FN(_dq_dk_dv_body)(a, 1, 2);
 }
 #endif /* CKT__FB_SUPPORTED */
 
@@ -910,7 +921,9 @@ static inline ckt_status CKT__FB_FN(_run)(const ckt_fmha_bwd_plan *plan, const c
     if (a->dbias && a->seqlen_q > 0 && a->seqlen_k > 0) /* zeros where the mask hides (i, j); dq_dk_dv writes the rest */
         CKT__FMHA_TRY(ckt_rt_launch(CKT_KERNEL_REF(CKT__FB_FN(_dbias_zero_kernel)), rows_grid, rows_block, 0, stream, a));
     CKT__FMHA_TRY(ckt_rt_launch(a->bias || a->alibi_slopes ? CKT_KERNEL_REF(CKT__FB_FN(_dq_dk_dv_bias_kernel))
-                                                           : CKT_KERNEL_REF(CKT__FB_FN(_dq_dk_dv_kernel)), ckt_dim3_make((unsigned)plan->grid, 1, 1),
+                                : a->p_drop > 0.0f             ? CKT_KERNEL_REF(CKT__FB_FN(_dq_dk_dv_drop_kernel))
+                                                               : CKT_KERNEL_REF(CKT__FB_FN(_dq_dk_dv_kernel)),
+                                ckt_dim3_make((unsigned)plan->grid, 1, 1),
                                 ckt_dim3_make(CKT__FB_T, 1, 1), CKT__FB_FN(_smem_bytes)(), stream, a));
     if (a->seqlen_q > 0)
         CKT__FMHA_TRY(ckt_rt_launch(CKT_KERNEL_REF(CKT__FB_FN(_convert_dq_kernel)), rows_grid, rows_block, 0, stream, a));

@@ -15,7 +15,8 @@
  *   int        my_attn_d128_bf16_block_m, my_attn_d128_bf16_block_n   (the tile, enum constants)
  * Optional: CKT_FMHA_KV_CACHE 0 compiles the instance without the KV cache
  * (plain tensors only, 2% faster on H200; fits() declines cache calls).
- * and the kernels my_attn_d128_bf16_kernel, _bias_kernel (with bias or ALiBi),
+ * and the kernels my_attn_d128_bf16_kernel, _drop_kernel (with dropout), _bias_kernel (with
+ * bias or ALiBi, and dropout if asked),
  * _combine_kernel (split-KV) and _randval_kernel (dropout's random bytes, for tests),
  * then #undefs the parameters, so a
  * translation unit may include the body again for another instance. Head dims
@@ -195,13 +196,19 @@ CKT_STATIC_ASSERT(CKT_ROWS_REGS(CKT__FMHA_BM, CKT__FMHA_DV, CKT__FMHA_THREADS, 2
                   "use fewer query rows or more warps");
 
 /* >>device: the kernel, FlashAttention-2's forward for one (batch, head,
- * query tile); bias_on (a constant where it is called): the copy with the
- * bias or ALiBi (ckt/fmha/bias.h). Two kernels below, _kernel without and
- * _bias_kernel with: the plain kernel holds no bias code at all (a uniform
- * branch in one kernel still cost registers: nvcc d64 sm_90a went from 253
- * registers to 255 and 800 bytes of spills). */
+ * query tile). bias_on and drop_on are constants where it is called:
+ * bias_on the copy with the bias or ALiBi (ckt/fmha/bias.h); drop_on
+ * dropout (ckt/fmha/dropout.h): 0 never, 1 always, 2 as a.p_drop says.
+ * Three kernels below: _kernel (neither), _drop_kernel (dropout) and
+ * _bias_kernel (bias or ALiBi, dropout at run time), so that the plain
+ * kernel holds no option's code at all. A uniform branch in one kernel
+ * still costs: the bias's branch cost the d64 sm_90a kernel 2 registers
+ * and 800 bytes of spills (nvcc); dropout's loop copy beside the plain
+ * one, registers unchanged, cost the plain d64 forward 4-5% on H100 (back
+ * to the pre-dropout time once in its own kernel: bench/fmha_dropout_ab.sh,
+ * docs/fmha.md). */
 
-CKT_INLINE CKT_DEVICE void CKT__FMHA_FN(_body)(const ckt_fmha_fwd_args a, const int bias_on)
+CKT_INLINE CKT_DEVICE void CKT__FMHA_FN(_body)(const ckt_fmha_fwd_args a, const int bias_on, const int drop_on)
 {
     enum { D = CKT__FMHA_D, DV = CKT__FMHA_DV, BM = CKT__FMHA_BM, BN = CKT__FMHA_BN, WM = CKT__FMHA_WM };
     enum { ROWS = CKT_FMHA_ROW_SLOTS(WM) }; /* query rows a lane holds (ckt/fmha/softmax.h) */
@@ -316,8 +323,10 @@ CKT_INLINE CKT_DEVICE void CKT__FMHA_FN(_body)(const ckt_fmha_fwd_args a, const 
     ckt_fmha_softmax_init(row_m, row_l, WM);
 
     /* >>the key loop (ckt/fmha/fwd_mainloop_body.h), one copy per K/V source
-     * (and for the contiguous one, with and without dropout) */
-    if (!kv.ids && !(a.p_drop > 0.0f)) {
+     * (and, in the _bias kernel, for the contiguous one with and without
+     * dropout); drop is a constant in the _kernel and the _drop_kernel */
+    const int drop = drop_on == 2 ? a.p_drop > 0.0f : drop_on;
+    if (!kv.ids && !drop) {
 #define CKT__FMHA_KV_SRC 0
 #define CKT__FMHA_DROP 0
 #include "ckt/fmha/fwd_mainloop_body.h"
@@ -327,7 +336,7 @@ CKT_INLINE CKT_DEVICE void CKT__FMHA_FN(_body)(const ckt_fmha_fwd_args a, const 
 #include "ckt/fmha/fwd_mainloop_body.h"
     } else {
 #define CKT__FMHA_KV_SRC 1
-#define CKT__FMHA_DROP (a.p_drop > 0.0f)
+#define CKT__FMHA_DROP drop
 #include "ckt/fmha/fwd_mainloop_body.h"
     }
     ckt_cp_async_wait_all(); /* nothing may stay in flight past the block's end */
@@ -342,7 +351,7 @@ CKT_INLINE CKT_DEVICE void CKT__FMHA_FN(_body)(const ckt_fmha_fwd_args a, const 
         ckt_fmha_sink_rows(sink2, a.sink, h, wrow0, g, WM, lane);
         ckt_fmha_softmax_sink(inv, row_m, row_l, sink2, WM);
     }
-    if (a.p_drop > 0.0f) { /* dropout: kept P scaled by 1 / (1 - p) once, here (split-KV: each partial) */
+    if (drop) { /* dropout: kept P scaled by 1 / (1 - p) once, here (split-KV: each partial) */
         const ckt_fmha_dropout dr = ckt_fmha_dropout_of(a.p_drop, a.drop_seed, a.drop_offset, a.drop_seed_offset);
         ckt_fmha_dropout_scale_rows(inv, &dr, WM);
     }
@@ -379,12 +388,17 @@ CKT_INLINE CKT_DEVICE void CKT__FMHA_FN(_body)(const ckt_fmha_fwd_args a, const 
 
 CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS)
 {
-    CKT__FMHA_FN(_body)(a, 0);
+    CKT__FMHA_FN(_body)(a, 0, 0);
+}
+
+CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_drop_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS)
+{
+    CKT__FMHA_FN(_body)(a, 0, 1);
 }
 
 CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_bias_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS)
 {
-    CKT__FMHA_FN(_body)(a, 1);
+    CKT__FMHA_FN(_body)(a, 1, 2);
 }
 
 /* >>device: split-KV's combine (ckt/fmha/splitkv.h): output rows from the
@@ -533,7 +547,8 @@ static inline ckt_status CKT__FMHA_FN(_launch)(const ckt_fmha_fwd_args *a, ckt_s
                              k.num_splits, a->batch);
     }
     st = ckt_rt_launch(a->bias || a->alibi_slopes ? CKT_KERNEL_REF(CKT__FMHA_FN(_bias_kernel))
-                                                  : CKT_KERNEL_REF(CKT__FMHA_FN(_kernel)),
+                       : a->p_drop > 0.0f             ? CKT_KERNEL_REF(CKT__FMHA_FN(_drop_kernel))
+                                                      : CKT_KERNEL_REF(CKT__FMHA_FN(_kernel)),
                        ckt_fmha_fwd_grid(a->batch, CKT__FMHA_FN(_grid_heads)(a), CKT__FMHA_FN(_grid_rows)(a), CKT__FMHA_BM,
                                          k.num_splits),
                        ckt_dim3_make(CKT__FMHA_THREADS, 1, 1), CKT__FMHA_SMEM_BYTES, stream, &k);
