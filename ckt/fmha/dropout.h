@@ -214,31 +214,60 @@ CKT_INLINE CKT_DEVICE void ckt_fmha_dropout_tile(float *s, const ckt_fmha_dropou
 #if defined(CKT_HAS_MMA_SYNC)
 /* The same mask on P once packed to 16-bit pairs for the second MMA
  * (ckt_warp_acc_to_a: pf[q] holds accumulator registers 2q, the low half,
- * and 2q + 1, the high half: one row, columns c and c + 1, bytes k and k + 1
- * of one Philox word). There the fp32 tile is dead: 32 fewer live registers
- * than ckt_fmha_dropout_tile on s[] needs, which spilled the d128 forward on
- * sm_90 (at 255). Zeroed halves are +0 in fp16 and bf16. */
+ * and 2q + 1, the high half: one row, columns c and c + 1). There the fp32
+ * tile is dead: 32 fewer live registers than ckt_fmha_dropout_tile on s[]
+ * needs, which spilled the d128 forward on sm_90 (at 255). Zeroed halves
+ * are +0 in fp16 and bf16.
+ *
+ * The 4 lanes of a quad hold the same rows, and of each 16-key group lane
+ * q (= lane % 4) holds keys 2q, 2q + 1, 8 + 2q, 9 + 2q: bytes 2q, 2q + 1 of
+ * the group's words 0-1 and of words 2-3, 32 bits. So the quad shares the
+ * Philox calls: of every gb (up to 4) groups, lane q computes group q % gb
+ * and hands each lane of the quad its 32 bits (a transpose by xor
+ * shuffles, one a group); a lane makes one call a row per gb groups
+ * instead of gb. A lane gathers its keep bits of a row (4 a group, 32 for
+ * 128 keys), then masks its pairs with compile-time shifts. */
+CKT_INLINE CKT_DEVICE uint32_t ckt__fmha_dropout_quad_bits(const uint32_t *w, int q)
+{
+    const uint32_t lo = (q >> 1) ? w[1] : w[0], hi = (q >> 1) ? w[3] : w[2];
+    const int sh = 16 * (q & 1);
+    return ((lo >> sh) & 0xffffu) | (((hi >> sh) & 0xffffu) << 16);
+}
+
 CKT_INLINE CKT_DEVICE void ckt_fmha_dropout_tile_packed(uint32_t *pf, const ckt_fmha_dropout *d, uint32_t bh0,
                                                         int row0, int n0, int wm, int bn, int lane, int pack)
 {
-    const int c0 = ckt_fmha_acc_col(0, lane, wm, bn);
+    const int q = lane & 3;                       /* the lane's place in its quad */
+    const int gb = bn / 16 < 4 ? bn / 16 : 4;     /* groups a quad shares */
     CKT_UNROLL_BY(1) /* one row slot at a time: unrolled, the Philox chains overlapped and spilled */
     for (int r = 0; r < CKT_FMHA_ROW_SLOTS(wm); r++) {
         const int m = row0 + ckt_fmha_acc_row(r, lane);
+        const uint32_t bh = bh0 + (uint32_t)(m % pack);
+        uint32_t keep = 0; /* bit 4 g + e: element e (keys 2q, 2q + 1, 8 + 2q, 9 + 2q) of group g kept */
         CKT_UNROLL
-        for (int gq = 0; gq < bn / 16; gq++) {
+        for (int g0 = 0; g0 < bn / 16; g0 += gb) {
             uint32_t w[4];
-            ckt_fmha_dropout_words(w, d, bh0 + (uint32_t)(m % pack), m / pack, (n0 >> 4) + gq);
+            ckt_fmha_dropout_words(w, d, bh, m / pack, (n0 >> 4) + g0 + q % gb);
             CKT_UNROLL
-            for (int q = 0; q < CKT_WARP_ACC_REGS(wm, bn) / 2; q++) {
-                const int cc = ckt_fmha_acc_col(2 * q, 0, wm, bn);
-                if (ckt_fmha_acc_slot(2 * q, bn) != r || cc / 16 != gq)
-                    continue; /* compile-time after unrolling */
-                const int k = (c0 + cc) & 15; /* even: k + 1 is the next byte of the same word */
-                const uint32_t lo = ckt_fmha_dropout_pick(w[0], w[1], w[2], w[3], k);
-                const uint32_t hi = ckt_fmha_dropout_pick(w[0], w[1], w[2], w[3], k + 1);
-                pf[q] &= (lo >= d->threshold ? 0x0000ffffu : 0u) | (hi >= d->threshold ? 0xffff0000u : 0u);
+            for (int t = 0; t < gb; t++) {
+                /* lane q ^ t made group g0 + (q ^ t) % gb; each lane sends the bits its partner needs */
+                uint32_t x = ckt__fmha_dropout_quad_bits(w, q ^ t);
+                if (t)
+                    x = ckt_warp_shfl_xor_u32(x, (unsigned)t);
+                const uint32_t k4 = (uint32_t)((x & 0xffu) >= d->threshold) |
+                                    (uint32_t)(((x >> 8) & 0xffu) >= d->threshold) << 1 |
+                                    (uint32_t)(((x >> 16) & 0xffu) >= d->threshold) << 2 |
+                                    (uint32_t)((x >> 24) >= d->threshold) << 3;
+                keep |= k4 << (4 * (g0 + (q ^ t) % gb));
             }
+        }
+        CKT_UNROLL
+        for (int p = 0; p < CKT_WARP_ACC_REGS(wm, bn) / 2; p++) {
+            if (ckt_fmha_acc_slot(2 * p, bn) != r)
+                continue;
+            const int cc = ckt_fmha_acc_col(2 * p, 0, wm, bn); /* compile-time: lane 0's column */
+            const int bit = 4 * (cc / 16) + ((cc & 15) >= 8 ? 2 : 0);
+            pf[p] &= ((keep >> bit) & 1u ? 0x0000ffffu : 0u) | ((keep >> (bit + 1)) & 1u ? 0xffff0000u : 0u);
         }
     }
 }

@@ -189,6 +189,8 @@ CKT_STATIC_ASSERT(CKT__FMHA_DV % 32 == 0 && CKT__FMHA_DV >= 32 && CKT__FMHA_DV <
 CKT_STATIC_ASSERT(CKT__FMHA_BN / (CKT__FMHA_THREADS / (CKT__FMHA_D / 8)) <= CKT_FMHA_PAGE_ROWS_MAX &&
                       CKT__FMHA_BN / (CKT__FMHA_THREADS / (CKT__FMHA_DV / 8)) <= CKT_FMHA_PAGE_ROWS_MAX,
                   "a thread would copy more than CKT_FMHA_PAGE_ROWS_MAX key rows of a paged tile (ckt/fmha/page.h)");
+CKT_STATIC_ASSERT(CKT__FMHA_BN % 16 == 0 && CKT__FMHA_BN <= 128,
+                  "CKT_FMHA_BLOCK_N: a multiple of 16 up to 128 (dropout's keep bits of a row: 32, ckt/fmha/dropout.h)");
 CKT_STATIC_ASSERT(CKT_FMHA_ROW_SLOTS(CKT__FMHA_WM) <= CKT_FMHA_ROW_SLOTS_MAX,
                   "CKT_FMHA_WARP_ROWS: at most 64 query rows per warp (ckt/fmha/softmax.h, CKT_FMHA_ROW_SLOTS_MAX)");
 CKT_STATIC_ASSERT(CKT_ROWS_REGS(CKT__FMHA_BM, CKT__FMHA_DV, CKT__FMHA_THREADS, 2) <= CKT_FMHA_STORE_O_REGS_MAX,
