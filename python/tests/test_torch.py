@@ -239,7 +239,8 @@ class Torch(unittest.TestCase):
         do = torch.randn_like(o)
         o.backward(do)
         keep = rv >= ckt.fmha.dropout_threshold(p)
-        self.assertLess(abs(keep.float().mean().item() - (1 - 64 / 256)), 0.05)
+        vis = torch.arange(sk, device=DEV)[None, :] - torch.arange(sq, device=DEV)[:, None] - (sk - sq) <= 0
+        self.assertLess(abs(keep[..., vis].float().mean().item() - (1 - 64 / 256)), 0.05)  # hidden: maybe 0
         qr, kr, vr = (x.detach().transpose(1, 2).clone().requires_grad_() for x in (q, k, v))
         ro = ref(qr, kr, vr, causal=True, bottom_right=True, keep=keep, p_drop=p)
         ro.backward(do.float().transpose(1, 2))
