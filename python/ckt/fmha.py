@@ -9,6 +9,10 @@ append-KV (ckt/fmha/dispatch.h) on PyTorch tensors or any array ckt.as_tensor de
     o = ckt.fmha.with_kvcache(q, k_cache, v_cache, k_new, v_new, cache_seqlens=lens,
                               rotary_cos=cos, rotary_sin=sin, causal=True)   # decode step
 
+Options: sink= (attention sinks), dropout_p= / dropout_seed= / dropout_offset= (dropout; the
+backward regenerates the mask), bias= (additive, broadcastable to [b, h, sq, sk]; dbias through
+autograd), alibi_slopes= (ALiBi); docs/python.md.
+
 Masks follow FlashAttention: causal, window=(left, right) (-1: unlimited). attention's
 causal aligns top-left like SDPA's is_causal unless bottom_right=True; varlen and
 with_kvcache align bottom-right like FlashAttention's. scale None (or 0): 1/sqrt(d);
