@@ -958,6 +958,7 @@ def with_kvcache(q, k_cache, v_cache, k_new=None, v_new=None, cache_seqlens=None
         f.lse, f.lse_stride_b, f.lse_stride_h = lt.ptr, lt.strides[0], lt.strides[1]
     _Opts(causal, window, True, scale, softcap, alibi=alibi_slopes is not None).set(f)
     f.sink = _check_sink(as_tensor(sink, name="sink") if sink is not None else None, h)
+    bias = _prep_bias(bias)  # kept alive to the call's end (a torch copy when the key stride is not 1)
     _set_bias(f, _given(bias, "bias"), _given(alibi_slopes, "alibi_slopes"), keys_at_least=True)
     if num_splits < 0:
         raise CktError(f"num_splits: {num_splits}, expected 0 (automatic), 1 (no split) or a count")

@@ -348,7 +348,8 @@ class Torch(unittest.TestCase):
                          (dict(bias=torch.zeros(1, 2, 8, 8, device=DEV)), "bias: dtype float32, q is float16"),
                          (dict(bias=torch.zeros(1, 2, 8, 8, device=DEV, dtype=torch.float16),
                                alibi_slopes=torch.ones(2, device=DEV)), "alibi_slopes:"),
-                         (dict(alibi_slopes=torch.ones(2, device=DEV), softcap=10.0), "alibi_slopes: set with softcap")):
+                         (dict(alibi_slopes=torch.ones(2, device=DEV), softcap=10.0),
+                          "alibi_slopes: set with softcap")):
             with self.assertRaises(ckt.CktError) as cm:
                 ckt.fmha.attention(z, z, z, **kw)
             self.assertIn(text, str(cm.exception))
