@@ -47,10 +47,10 @@ class _Opts:
     """The mask, scaling and dropout options shared by the forward and the backward. alibi: ALiBi
     slopes are given (the mask then carries ALiBi's diagonal: see mask())."""
     __slots__ = ("causal", "window", "bottom_right", "scale", "softcap", "deterministic", "dropout_p",
-                 "dropout_seed", "dropout_offset", "alibi")
+                 "dropout_seed", "dropout_offset", "alibi", "seed_offset", "seed_offset_obj")
 
     def __init__(self, causal=False, window=None, bottom_right=False, scale=None, softcap=0.0, deterministic=False,
-                 dropout_p=0.0, dropout_seed=None, dropout_offset=0, alibi=False):
+                 dropout_p=0.0, dropout_seed=None, dropout_offset=0, alibi=False, dropout_seed_offset=None):
         self.causal, self.window, self.bottom_right = bool(causal), window, bool(bottom_right)
         self.scale, self.softcap, self.deterministic = float(scale or 0.0), float(softcap or 0.0), bool(deterministic)
         try:
@@ -63,6 +63,16 @@ class _Opts:
         self.dropout_seed = None if dropout_seed is None else _u64(dropout_seed, "dropout_seed")
         self.dropout_offset = _u64(dropout_offset or 0, "dropout_offset")
         self.alibi = bool(alibi)
+        # {seed, offset} in device memory, read by the kernels (CUDA graphs replay with new values)
+        self.seed_offset_obj, self.seed_offset = dropout_seed_offset, None
+        if dropout_seed_offset is not None:
+            t = as_tensor(dropout_seed_offset, name="dropout_seed_offset")
+            if t.dtype not in ("int64", "uint64") or t.shape != (2,) or t.strides[0] != 1:
+                raise CktError(f"dropout_seed_offset: {t.dtype} {t.shape} strides {t.strides}, want a contiguous "
+                               f"int64 / uint64 (2,) array: seed, offset")
+            if self.dropout_seed is not None or self.dropout_offset:
+                raise CktError("dropout_seed_offset: given with dropout_seed / dropout_offset (one or the other)")
+            self.seed_offset = t
 
     def mask(self):
         """FlashAttention's (causal, window) -> (ckt_fmha_mask, window_left, window_right). With ALiBi
@@ -83,7 +93,7 @@ class _Opts:
     def resolve_seed(self, like):
         """A drawn seed when dropout is on and none was given: torch's default generator for torch
         tensors (torch.manual_seed makes it reproducible), else Python's random (random.seed)."""
-        if self.dropout_p > 0.0 and self.dropout_seed is None:
+        if self.dropout_p > 0.0 and self.dropout_seed is None and self.seed_offset is None:
             if is_torch(like):
                 torch = sys.modules["torch"]
                 self.dropout_seed = int(torch.randint(-2 ** 63, 2 ** 63 - 1, (1,), dtype=torch.int64).item()) % 2 ** 64
@@ -93,7 +103,9 @@ class _Opts:
     def set(self, a):
         a.mask, a.window_left, a.window_right = self.mask()
         a.scale, a.softcap = self.scale, self.softcap
-        if self.dropout_p > 0.0:
+        if self.dropout_p > 0.0 and self.seed_offset is not None:
+            a.p_drop, a.drop_seed_offset = self.dropout_p, self.seed_offset.ptr
+        elif self.dropout_p > 0.0:
             if self.dropout_seed is None:  # the backward: it must regenerate the forward's mask
                 raise CktError("dropout_seed: None with dropout_p > 0 in a backward: pass the forward's seed "
                                "(and offset) so that the same dropout mask is regenerated")
@@ -638,7 +650,7 @@ def _run(spec, q, k, v, out, lse, return_lse, sink=None, bias=None, return_randv
 def attention(q, k, v, causal=False, window=None, softcap=0.0, scale=None, layout="bshd", deterministic=False,
               bottom_right=False, return_lse=False, out=None, lse=None, stream=None, lib=None, sink=None,
               dropout_p=0.0, dropout_seed=None, dropout_offset=0, return_dropout_randval=False, bias=None,
-              alibi_slopes=None):
+              alibi_slopes=None, dropout_seed_offset=None):
     """softmax(q k^T * scale) v per head, with gradients through torch.autograd for torch tensors.
 
     layout "bshd": q [b, sq, h, d], k [b, sk, h_k, d], v [b, sk, h_k, d_v] (FlashAttention's
@@ -656,6 +668,9 @@ def attention(q, k, v, causal=False, window=None, softcap=0.0, scale=None, layou
     dropout_offset, b, h, i, j) (Philox4x32-10, ckt/fmha/dropout.h), so autograd's backward
     regenerates it. dropout_seed None: drawn from torch's default generator (torch inputs) or
     Python's random; pass it (and dropout_offset) to call attention_backward yourself.
+    dropout_seed_offset: instead, a device int64 / uint64 [2] tensor {seed, offset} read by the
+    kernels (CUDA graphs: write new values before a replay); it must hold the same values when
+    the backward runs.
     return_dropout_randval: also the random byte of every element, uint8 [b, h, sq, sk] (kept
     where >= dropout_threshold(dropout_p); elements the mask hides may be 0), appended to the
     outputs (after the LSE).
@@ -668,7 +683,7 @@ def attention(q, k, v, causal=False, window=None, softcap=0.0, scale=None, layou
     with softcap."""
     _check_layout(layout)
     opts = _Opts(causal, window, bottom_right, scale, softcap, deterministic, dropout_p, dropout_seed, dropout_offset,
-                 alibi_slopes is not None)
+                 alibi_slopes is not None, dropout_seed_offset)
     spec = _Spec(lib or _lib.library(), opts, layout, stream=stream, alibi_slopes=alibi_slopes)
     return _run(spec, q, k, v, out, lse, return_lse, sink, bias, return_dropout_randval)
 
@@ -681,17 +696,18 @@ def _grads(g, sink, want_dbias):
 def attention_backward(q, k, v, o, do, lse, causal=False, window=None, softcap=0.0, scale=None, layout="bshd",
                        deterministic=False, bottom_right=False, dq=None, dk=None, dv=None, stream=None, lib=None,
                        sink=None, dsink=None, dropout_p=0.0, dropout_seed=None, dropout_offset=0, bias=None,
-                       alibi_slopes=None, return_dbias=False, dbias=None):
+                       alibi_slopes=None, return_dbias=False, dbias=None, dropout_seed_offset=None):
     """The gradients (dq, dk, dv) of attention(..., return_lse=True), given its o, lse and the output's
     gradient do, with the forward's options: the backward without autograd (any inputs). With the
     forward's sink: (dq, dk, dv, dsink), dsink float32 [h] (written into dsink= when given).
-    Dropout: the forward's dropout_p, dropout_seed and dropout_offset (the seed is required).
+    Dropout: the forward's dropout_p, dropout_seed and dropout_offset (the seed is required), or
+    its dropout_seed_offset.
     bias / alibi_slopes: the forward's; return_dbias (or dbias= given, a full [b, h, sq, sk] of
     q's dtype): the bias's gradient appended (last), of the bias's shape (a broadcast bias's summed
     over the broadcast dims: torch tensors and float16 numpy arrays)."""
     _check_layout(layout)
     opts = _Opts(causal, window, bottom_right, scale, softcap, deterministic, dropout_p, dropout_seed, dropout_offset,
-                 alibi_slopes is not None)
+                 alibi_slopes is not None, dropout_seed_offset)
     spec = _Spec(lib or _lib.library(), opts, layout, stream=stream, alibi_slopes=alibi_slopes)
     want_dbias = return_dbias or dbias is not None
     g = spec.backward(q, k, v, o, do, lse, dq, dk, dv, sink=sink, want_dsink=sink is not None, dsink=dsink,
@@ -713,7 +729,7 @@ def _varlen_spec(q, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, sequ
 def varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False, window=None, softcap=0.0,
            scale=None, deterministic=False, bottom_right=True, seqused_q=None, seqused_k=None, return_lse=False,
            out=None, lse=None, stream=None, lib=None, sink=None, dropout_p=0.0, dropout_seed=None, dropout_offset=0,
-           return_dropout_randval=False, bias=None, alibi_slopes=None):
+           return_dropout_randval=False, bias=None, alibi_slopes=None, dropout_seed_offset=None):
     """Variable-length attention, FlashAttention's flash_attn_varlen_func convention: sequences packed
     along the first dim, q [total_q, h, d], k [total_k, h_k, d], v [total_k, h_k, d_v], output
     [total_q, h, d_v]; cu_seqlens_q / _k: int32 [batch + 1] cumulative starts, in device memory;
@@ -724,7 +740,7 @@ def varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, caus
     (and the dropout bytes) are indexed per sequence and in-sequence position, not packed:
     broadcastable to [batch, h, max_seqlen_q, max_seqlen_k] (the gradient's padding is 0)."""
     opts = _Opts(causal, window, bottom_right, scale, softcap, deterministic, dropout_p, dropout_seed, dropout_offset,
-                 alibi_slopes is not None)
+                 alibi_slopes is not None, dropout_seed_offset)
     spec = _varlen_spec(q, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_q, seqused_k, opts,
                         stream, lib, alibi_slopes)
     return _run(spec, q, k, v, out, lse, return_lse, sink, bias, return_dropout_randval)
@@ -734,12 +750,12 @@ def varlen_backward(q, k, v, o, do, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_
                     window=None, softcap=0.0, scale=None, deterministic=False, bottom_right=True, seqused_q=None,
                     seqused_k=None, dq=None, dk=None, dv=None, stream=None, lib=None, sink=None, dsink=None,
                     dropout_p=0.0, dropout_seed=None, dropout_offset=0, bias=None, alibi_slopes=None,
-                    return_dbias=False, dbias=None):
+                    return_dbias=False, dbias=None, dropout_seed_offset=None):
     """The gradients (dq, dk, dv) of varlen(..., return_lse=True) without autograd; with the
     forward's sink, (dq, dk, dv, dsink); dropout, bias, ALiBi and dbias like attention_backward
     (dbias [batch, h, max_seqlen_q, max_seqlen_k])."""
     opts = _Opts(causal, window, bottom_right, scale, softcap, deterministic, dropout_p, dropout_seed, dropout_offset,
-                 alibi_slopes is not None)
+                 alibi_slopes is not None, dropout_seed_offset)
     spec = _varlen_spec(q, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_q, seqused_k, opts,
                         stream, lib, alibi_slopes)
     want_dbias = return_dbias or dbias is not None

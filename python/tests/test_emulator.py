@@ -455,6 +455,30 @@ class Dropout(unittest.TestCase):
             for name, got, s_, want in zip(("dq", "dk", "dv"), (dq, dk, dv), (qs, ks, ks), r):
                 Close.check(self, as4(got, s_), want, 1e-2, 2e-2, f"varlen {name} with dropout, entry {i}")
 
+    def test_seed_offset_in_memory(self):
+        """dropout_seed_offset: {seed, offset} read from memory by the kernels, the same mask as by value."""
+        b, h, sq, sk, d = 1, 2, 16, 40, 32
+        q, k, v, do = randn(b, sq, h, d), randn(b, sk, h, d), randn(b, sk, h, d), randn(b, sq, h, d)
+        so = np.array([self.SEED, self.OFFSET], np.uint64)
+        kw = dict(dropout_p=self.P, dropout_seed_offset=so)
+        o, lse, rv = ckt.fmha.attention(q, k, v, return_lse=True, return_dropout_randval=True, **kw)
+        np.testing.assert_array_equal(rv, ref_randval(self.SEED, self.OFFSET, b, h, sq, sk))
+        np.testing.assert_array_equal(o, ckt.fmha.attention(q, k, v, **self.kw()))
+        got = ckt.fmha.attention_backward(q, k, v, o, do, lse, **kw)
+        want = ckt.fmha.attention_backward(q, k, v, o, do, lse, **self.kw())
+        for name, g, w in zip(("dq", "dk", "dv"), got, want):
+            np.testing.assert_array_equal(g, w, name)
+        so[1] += 1  # new values in the same memory: another mask
+        self.assertFalse(np.array_equal(o, ckt.fmha.attention(q, k, v, **kw)))
+        for bad, text in ((np.zeros(3, np.uint64), "dropout_seed_offset: uint64 (3,)"),
+                          (np.zeros(2, np.int32), "dropout_seed_offset: int32 (2,)")):
+            with self.assertRaises(ckt.CktError) as cm:
+                ckt.fmha.attention(q, k, v, dropout_p=0.1, dropout_seed_offset=bad)
+            self.assertTrue(str(cm.exception).startswith(text), str(cm.exception))
+        with self.assertRaises(ckt.CktError) as cm:
+            ckt.fmha.attention(q, k, v, dropout_p=0.1, dropout_seed_offset=so, dropout_seed=1)
+        self.assertTrue(str(cm.exception).startswith("dropout_seed_offset: given with dropout_seed"))
+
     def test_errors(self):
         q = k = v = randn(1, 8, 2, 32)
         for kw, text in ((dict(dropout_p=1.0), "dropout_p: 1.0 (must be in [0, 1)"),
@@ -799,7 +823,7 @@ class KVCache(unittest.TestCase):
         self.assertIn("cache_seqlen", e.detail)  # 14 + 4 > 16: the library's capacity check
         self.assert_err("cache_batch_idx", q, kc, kc.copy(), kn, kn,
                         cache_seqlens=np.array([0, 0], np.int32), cache_batch_idx=np.array([1, 2], np.int32))
-        self.assert_err("block_table: dtype", q, kc, kc.copy(), kn, kn, cache_seqlens=0,
+        self.assert_err("block_table: int64", q, kc, kc.copy(), kn, kn, cache_seqlens=0,
                         block_table=np.zeros((2, 2), np.int64))
         self.assert_err("cache_seqlens: None with a block_table", q, kc, kc.copy(),
                         block_table=np.zeros((2, 2), np.int32))

@@ -254,6 +254,22 @@ class Torch(unittest.TestCase):
         self.assertTrue(torch.equal(a, ckt.fmha.attention(q.detach(), k.detach(), v.detach(), dropout_p=0.5)))
         self.assertFalse(torch.equal(a, ckt.fmha.attention(q.detach(), k.detach(), v.detach(), dropout_p=0.5)))
 
+    def test_dropout_seed_offset_tensor(self):
+        """dropout_seed_offset: an int64 [2] tensor on the device, read by the kernels; the same out
+        and gradients (deterministic mode: bitwise) as the values passed by value."""
+        b, h, sq, sk, d, p = 1, 4, 30, 50, 64, 0.2
+        seed, off = 2 ** 40 + 3, 17
+        grads = []
+        for kw in (dict(dropout_seed=seed, dropout_offset=off),
+                   dict(dropout_seed_offset=torch.tensor([seed, off], dtype=torch.int64, device=DEV))):
+            torch.manual_seed(1)
+            q, k, v = rand(b, sq, h, d, grad=True), rand(b, sk, h, d, grad=True), rand(b, sk, h, d, grad=True)
+            o = ckt.fmha.attention(q, k, v, causal=True, dropout_p=p, deterministic=True, **kw)
+            o.backward(torch.ones_like(o))
+            grads.append([o.detach(), q.grad, k.grad, v.grad])
+        for name, a, c in zip(("out", "dq", "dk", "dv"), *grads):
+            self.assertTrue(torch.equal(a, c), name)
+
     def bias_case(self, leaf, make=lambda x: x, dtype=torch.float16, **kw):
         """attention with bias = make(leaf) against ref with make(a copy of leaf): out, dq, dk, dv,
         and leaf's gradient when it requires grad (autograd sums a broadcast bias's over its
