@@ -314,8 +314,8 @@ def _bias_strides(t, want, q_dtype, name="bias", keys_at_least=False):
 
 def _set_bias(a, bias, alibi, keys_at_least=False):
     """The bias (a description broadcastable to [batch, nhead_q, seqlen_q, seqlen_k] of a) or the
-    ALiBi slopes (float32 [h] or [b, h]) into a (fwd or bwd args). Returns the bias's 4-D view
-    shape (for a gradient's reduction) or None."""
+    ALiBi slopes (float32 [h] or [b, h]) into a (fwd or bwd args); keys_at_least as in
+    _bias_strides."""
     if bias is not None and alibi is not None:
         raise CktError("alibi_slopes: given together with bias (one additive bias a call: add the ALiBi terms "
                        "into the bias tensor)")
@@ -585,7 +585,7 @@ class _Spec:
         bwd_call(self.lib, *ts, *(gt for _, gt in grads), self.opts, self.group, self.layout,
                  _stream(q, self.stream), workspace, st, dst, bt, at, dbt)
         if full is not None:
-            dbias = _sum_to(full, bias, bt)
+            dbias = _sum_to(full, bt)
         return tuple(g for g, _ in grads) + (dsink, dbias)
 
 
@@ -603,7 +603,7 @@ def _zeros(like, shape, dtype, name):
     return obj, t
 
 
-def _sum_to(full, bias, bt):
+def _sum_to(full, bt):
     """full, the [b, h, sq, sk] gradient of a bias that broadcasts (its described shape bt.shape,
     2 to 4 dims, some of size 1), summed over the broadcast dims into the bias's shape (fp32 sums)."""
     shape4 = (1,) * (4 - bt.ndim) + bt.shape
