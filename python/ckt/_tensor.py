@@ -8,6 +8,7 @@ whatever the caller holds, so that the calls in ckt.fmha do not need torch.
     t.ptr, t.shape, t.strides, t.dtype, t.device
 
 Element types are named "float16", "bfloat16", "float32", "int32", "uint8"
+("int64" / "uint64" too: the dropout's device seed and offset)
 (aliases "fp16", "half", "bf16", "fp32"). numpy has no bfloat16: describe a
 uint16 array as bf16 with dtype="bf16". Devices are ("cpu", 0) and
 ("cuda", index); the CPU emulator build of libckt_fmha takes "cpu" memory.
@@ -23,18 +24,19 @@ import sys
 from ._lib import CktError
 
 _DTYPES = {
-    "float16": 2, "bfloat16": 2, "float32": 4, "int32": 4, "uint8": 1, "uint16": 2,
+    "float16": 2, "bfloat16": 2, "float32": 4, "int32": 4, "uint8": 1, "uint16": 2, "int64": 8, "uint64": 8,
 }
 _ALIASES = {"fp16": "float16", "half": "float16", "f16": "float16", "bf16": "bfloat16", "fp32": "float32",
             "float": "float32", "f32": "float32", "i32": "int32", "int": "int32", "u8": "uint8", "u16": "uint16"}
 # numpy / __array_interface__ type strings (little-endian; "|" for one byte)
-_TYPESTR = {"f2": "float16", "f4": "float32", "i4": "int32", "u1": "uint8", "u2": "uint16", "V2": "uint16"}
+_TYPESTR = {"f2": "float16", "f4": "float32", "i4": "int32", "u1": "uint8", "u2": "uint16", "V2": "uint16",
+            "i8": "int64", "u8": "uint64"}
 # struct / memoryview formats (ctypes arrays: c_uint16 -> "<H", c_float -> "<f", ...)
 _FORMAT = {"e": "float16", "f": "float32", "i": "int32", "l": None, "B": "uint8", "b": None, "H": "uint16",
            "c": "uint8"}
 # DLPack (dlpack.h): kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4
 _DL_DTYPES = {(2, 16): "float16", (4, 16): "bfloat16", (2, 32): "float32", (0, 32): "int32", (1, 8): "uint8",
-              (1, 16): "uint16"}
+              (1, 16): "uint16", (0, 64): "int64", (1, 64): "uint64"}
 _DL_DEVICES = {1: "cpu", 2: "cuda", 3: "cpu", 10: "cuda", 13: "cuda"}  # CPU, CUDA, CUDAHost, ROCm, CUDAManaged
 
 
@@ -259,6 +261,7 @@ def _prod(shape):
 
 def _torch_dtype(torch, name):
     return {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32, "int32": torch.int32,
+            "int64": torch.int64,
             "uint8": torch.uint8}[name]
 
 

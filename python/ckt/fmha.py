@@ -9,6 +9,10 @@ append-KV (ckt/fmha/dispatch.h) on PyTorch tensors or any array ckt.as_tensor de
     o = ckt.fmha.with_kvcache(q, k_cache, v_cache, k_new, v_new, cache_seqlens=lens,
                               rotary_cos=cos, rotary_sin=sin, causal=True)   # decode step
 
+Options: sink= (attention sinks), dropout_p= / dropout_seed= / dropout_offset= (dropout; the
+backward regenerates the mask), bias= (additive, broadcastable to [b, h, sq, sk]; dbias through
+autograd), alibi_slopes= (ALiBi); docs/python.md.
+
 Masks follow FlashAttention: causal, window=(left, right) (-1: unlimited). attention's
 causal aligns top-left like SDPA's is_causal unless bottom_right=True; varlen and
 with_kvcache align bottom-right like FlashAttention's. scale None (or 0): 1/sqrt(d);
@@ -23,13 +27,15 @@ emulator build) run the same calls; outputs are numpy arrays for numpy inputs, e
 ckt.Tensor descriptions of new host buffers, or the out= / lse= given. torch is never
 imported here.
 """
+import ctypes
+import random
 import sys
 
 from . import _lib
 from ._lib import CktError
 from ._tensor import Tensor, as_tensor, copy_like, empty_like_kind, host_int32, is_numpy, is_torch, read_int32
 
-__all__ = ["attention", "varlen", "with_kvcache", "attention_backward", "varlen_backward"]
+__all__ = ["attention", "varlen", "with_kvcache", "attention_backward", "varlen_backward", "dropout_threshold"]
 
 _CKT_DTYPE = {"float16": _lib.CKT_F16, "bfloat16": _lib.CKT_BF16, "float32": _lib.CKT_F32}
 
@@ -38,15 +44,41 @@ _CKT_DTYPE = {"float16": _lib.CKT_F16, "bfloat16": _lib.CKT_BF16, "float32": _li
 
 
 class _Opts:
-    """The mask and scaling options shared by the forward and the backward."""
-    __slots__ = ("causal", "window", "bottom_right", "scale", "softcap", "deterministic")
+    """The mask, scaling and dropout options shared by the forward and the backward. alibi: ALiBi
+    slopes are given (the mask then carries ALiBi's diagonal: see mask())."""
+    __slots__ = ("causal", "window", "bottom_right", "scale", "softcap", "deterministic", "dropout_p",
+                 "dropout_seed", "dropout_offset", "alibi", "seed_offset", "seed_offset_obj")
 
-    def __init__(self, causal=False, window=None, bottom_right=False, scale=None, softcap=0.0, deterministic=False):
+    def __init__(self, causal=False, window=None, bottom_right=False, scale=None, softcap=0.0, deterministic=False,
+                 dropout_p=0.0, dropout_seed=None, dropout_offset=0, alibi=False, dropout_seed_offset=None):
         self.causal, self.window, self.bottom_right = bool(causal), window, bool(bottom_right)
         self.scale, self.softcap, self.deterministic = float(scale or 0.0), float(softcap or 0.0), bool(deterministic)
+        try:
+            p = float(dropout_p or 0.0)
+        except (TypeError, ValueError):
+            raise CktError(f"dropout_p: {dropout_p!r} is not a number") from None
+        if not 0.0 <= p < 1.0:  # NaN fails too
+            raise CktError(f"dropout_p: {dropout_p!r} (must be in [0, 1); 0 = no dropout)")
+        self.dropout_p = p
+        self.dropout_seed = None if dropout_seed is None else _u64(dropout_seed, "dropout_seed")
+        self.dropout_offset = _u64(dropout_offset or 0, "dropout_offset")
+        self.alibi = bool(alibi)
+        # {seed, offset} in device memory, read by the kernels (CUDA graphs replay with new values)
+        self.seed_offset_obj, self.seed_offset = dropout_seed_offset, None
+        if dropout_seed_offset is not None:
+            t = as_tensor(dropout_seed_offset, name="dropout_seed_offset")
+            if t.dtype not in ("int64", "uint64") or t.shape != (2,) or t.strides[0] != 1:
+                raise CktError(f"dropout_seed_offset: {t.dtype} {t.shape} strides {t.strides}, want a contiguous "
+                               f"int64 / uint64 (2,) array: seed, offset")
+            if self.dropout_seed is not None or self.dropout_offset:
+                raise CktError("dropout_seed_offset: given with dropout_seed / dropout_offset (one or the other)")
+            self.seed_offset = t
 
     def mask(self):
-        """FlashAttention's (causal, window) -> (ckt_fmha_mask, window_left, window_right)."""
+        """FlashAttention's (causal, window) -> (ckt_fmha_mask, window_left, window_right). With ALiBi
+        and no mask, bottom_right gives an unlimited bottom-right window (-1, -1): no key is hidden
+        but ALiBi's distances count from the bottom-right diagonal (ckt_fmha_fwd_args: ALiBi's zero
+        lies on the mask's diagonal), FlashAttention's convention."""
         left, right = self.window if self.window is not None else (-1, -1)
         if left >= 0 or right >= 0:
             if self.causal:
@@ -54,11 +86,40 @@ class _Opts:
             return (_lib.MASK_WINDOW_BOTTOM_RIGHT if self.bottom_right else _lib.MASK_WINDOW_TOP_LEFT), left, right
         if self.causal:
             return (_lib.MASK_CAUSAL_BOTTOM_RIGHT if self.bottom_right else _lib.MASK_CAUSAL_TOP_LEFT), 0, 0
+        if self.alibi and self.bottom_right:
+            return _lib.MASK_WINDOW_BOTTOM_RIGHT, -1, -1
         return _lib.MASK_NONE, 0, 0
+
+    def resolve_seed(self, like):
+        """A drawn seed when dropout is on and none was given: torch's default generator for torch
+        tensors (torch.manual_seed makes it reproducible), else Python's random (random.seed)."""
+        if self.dropout_p > 0.0 and self.dropout_seed is None and self.seed_offset is None:
+            if is_torch(like):
+                torch = sys.modules["torch"]
+                self.dropout_seed = int(torch.randint(-2 ** 63, 2 ** 63 - 1, (1,), dtype=torch.int64).item()) % 2 ** 64
+            else:
+                self.dropout_seed = random.getrandbits(64)
 
     def set(self, a):
         a.mask, a.window_left, a.window_right = self.mask()
         a.scale, a.softcap = self.scale, self.softcap
+        if self.dropout_p > 0.0 and self.seed_offset is not None:
+            a.p_drop, a.drop_seed_offset = self.dropout_p, self.seed_offset.ptr
+        elif self.dropout_p > 0.0:
+            if self.dropout_seed is None:  # the backward: it must regenerate the forward's mask
+                raise CktError("dropout_seed: None with dropout_p > 0 in a backward: pass the forward's seed "
+                               "(and offset) so that the same dropout mask is regenerated")
+            a.p_drop, a.drop_seed, a.drop_offset = self.dropout_p, self.dropout_seed, self.dropout_offset
+
+
+def _u64(x, name):
+    try:
+        v = int(x)
+    except (TypeError, ValueError):
+        raise CktError(f"{name}: {x!r} is not an integer") from None
+    if v != x or not 0 <= v < 2 ** 64:
+        raise CktError(f"{name}: {x!r} (must be an integer in [0, 2**64))")
+    return v
 
 
 def _dtype_code(t, name):
@@ -220,10 +281,74 @@ def _check_sink(t, h, name="sink"):
     return t.ptr
 
 
-def fwd_call(lib, q, k, v, o, lse, opts, group=None, layout="bhsd", stream=None, sink=None):
+def _bias_strides(t, want, q_dtype, name="bias", keys_at_least=False):
+    """(stride_b, stride_h, stride_s) of an additive bias t (a description) broadcastable to want =
+    (b, h, s_q, s_k): 2 to 4 dims aligned on the right (numpy / torch broadcasting), a dim of size
+    1 (or a missing one) broadcasts through stride 0 except the key dim, which needs unit stride.
+    keys_at_least: the key dim may be longer than s_k (with_kvcache: any row width >= the keys)."""
+    if t.dtype != q_dtype:
+        raise CktError(f"{name}: dtype {t.dtype}, q is {q_dtype} (the bias is added in q's dtype: convert it)")
+    if not 2 <= t.ndim <= 4:
+        raise CktError(f"{name}: shape {t.shape}: expected 2 to 4 dims broadcastable to [b, h, s_q, s_k] {want}")
+    pad = 4 - t.ndim
+    shape, strides = (1,) * pad + t.shape, (0,) * pad + t.strides
+    nk, wk = shape[3], want[3]
+    if (nk < wk) if keys_at_least else (nk != wk and wk > 0):
+        why = "at least" if keys_at_least else ("not broadcastable (unit stride on keys)" if nk == 1 else "expected")
+        raise CktError(f"{name}: shape {t.shape}: key dim {nk}, {why} {wk} [b, h, s_q, s_k] {want}")
+    if wk > 1 and strides[3] != 1:
+        raise CktError(f"{name}: strides {t.strides}: the key dim must have stride 1")
+    out = []
+    for d, what in enumerate(("batch", "heads", "queries")):
+        if shape[d] == want[d]:
+            out.append(strides[d] if want[d] > 1 else 0)
+        elif shape[d] == 1:
+            out.append(0)
+        else:
+            raise CktError(f"{name}: shape {t.shape}: {what} {shape[d]} is neither 1 nor {want[d]} "
+                           f"(broadcastable to [b, h, s_q, s_k] {want})")
+        if out[-1] < 0:
+            raise CktError(f"{name}: strides {t.strides}: negative")
+    return tuple(out)
+
+
+def _set_bias(a, bias, alibi, keys_at_least=False):
+    """The bias (a description broadcastable to [batch, nhead_q, seqlen_q, seqlen_k] of a) or the
+    ALiBi slopes (float32 [h] or [b, h]) into a (fwd or bwd args); keys_at_least as in
+    _bias_strides."""
+    if bias is not None and alibi is not None:
+        raise CktError("alibi_slopes: given together with bias (one additive bias a call: add the ALiBi terms "
+                       "into the bias tensor)")
+    want = (a.batch, a.nhead_q, a.seqlen_q, a.seqlen_k)
+    if bias is not None:
+        a.bias = bias.ptr
+        a.bias_stride_b, a.bias_stride_h, a.bias_stride_s = _bias_strides(
+            bias, want, {_lib.CKT_F16: "float16", _lib.CKT_BF16: "bfloat16"}.get(a.dtype), "bias", keys_at_least)
+    if alibi is not None:
+        if alibi.dtype != "float32":
+            raise CktError(f"alibi_slopes: dtype {alibi.dtype}, want float32 ([h] or [b, h])")
+        if alibi.shape == (a.nhead_q,):
+            sb = 0
+        elif alibi.ndim == 2 and alibi.shape[1] == a.nhead_q and alibi.shape[0] in (1, a.batch):
+            sb = alibi.strides[0] if alibi.shape[0] > 1 else 0
+        else:
+            raise CktError(f"alibi_slopes: shape {alibi.shape}, want ({a.nhead_q},) or ({a.batch}, {a.nhead_q}) "
+                           f"([h] or [b, h])")
+        if a.nhead_q > 1 and alibi.strides[-1] != 1:
+            raise CktError(f"alibi_slopes: strides {alibi.strides}: the head dim must have stride 1")
+        if sb < 0:
+            raise CktError(f"alibi_slopes: strides {alibi.strides}: negative")
+        a.alibi_slopes, a.alibi_stride_b = alibi.ptr, sb
+
+
+def fwd_call(lib, q, k, v, o, lse, opts, group=None, layout="bhsd", stream=None, sink=None, bias=None,
+             alibi_slopes=None, randval=None):
     """ckt_fmha_fwd on descriptions (ckt.Tensor): batch mode q / k / v / o in layout, lse [b, h, sq]
     float32 or None; group mode (group: _Group) q [total_q, h, d], lse [h, total_q]. sink: float32
-    [h] attention sinks (one logit per query head joining each row's softmax denominator) or None."""
+    [h] attention sinks (one logit per query head joining each row's softmax denominator) or None.
+    bias: q's dtype, broadcastable to [b, h, sq, sk] (group mode: [batch, h, max_q, max_k], in-entry
+    positions); alibi_slopes: float32 [h] or [b, h]; randval: uint8 [b, h, sq, sk] (group mode
+    [batch, h, max_q, max_k]) receiving the dropout bytes (needs opts.dropout_p > 0)."""
     _same_dtype(q, (("k", k), ("v", v), ("out", o)))
     _unit_d((("q", q), ("k", k), ("v", v), ("out", o)))
     a = lib.new_args("fwd")
@@ -246,14 +371,27 @@ def fwd_call(lib, q, k, v, o, lse, opts, group=None, layout="bhsd", stream=None,
             a.lse, a.lse_stride_h = lse.ptr, lse.strides[0]
     opts.set(a)
     a.sink = _check_sink(sink, a.nhead_q)
+    _set_bias(a, bias, alibi_slopes)
+    if randval is not None:
+        if opts.dropout_p == 0.0:
+            raise CktError("return_dropout_randval: needs dropout_p > 0 (no dropout: no random bytes)")
+        want = (a.batch, a.nhead_q, a.seqlen_q, a.seqlen_k)
+        if randval.dtype != "uint8" or randval.shape != want or (want[3] > 1 and randval.strides[3] != 1):
+            raise CktError(f"randval: {randval.dtype} {randval.shape} strides {randval.strides}, want uint8 {want} "
+                           f"with unit stride on keys")
+        a.randval = randval.ptr
+        a.randval_stride_b, a.randval_stride_h, a.randval_stride_s = randval.strides[:3]
     lib.call("ckt_fmha_fwd", a, stream)
     return a
 
 
 def bwd_call(lib, q, k, v, o, do, lse, dq, dk, dv, opts, group=None, layout="bhsd", stream=None, workspace=None,
-             sink=None, dsink=None):
+             sink=None, dsink=None, bias=None, alibi_slopes=None, dbias=None):
     """ckt_fmha_bwd on descriptions: the shapes of fwd_call, do like o, dq / dk / dv like q / k / v;
     sink / dsink: the forward's attention sinks and their gradient (float32 [h]; dsink needs sink).
+    bias / alibi_slopes: the forward's; dbias: the bias's gradient, a full [b, h, sq, sk] (group
+    mode [batch, h, max_q, max_k]) of q's dtype, no broadcast (needs bias). opts carries the
+    forward's dropout (p, seed, offset): the same mask is regenerated.
     workspace: a callable bytes -> description of device memory of that size (kept alive by the
     caller until the call's work is done)."""
     if not lib.has_bwd:
@@ -286,6 +424,16 @@ def bwd_call(lib, q, k, v, o, do, lse, dq, dk, dv, opts, group=None, layout="bhs
     a.deterministic = 1 if opts.deterministic else 0
     a.sink = _check_sink(sink, a.nhead_q)
     a.dsink = _check_sink(dsink, a.nhead_q, "dsink")
+    _set_bias(a, bias, alibi_slopes)
+    if dbias is not None:
+        if bias is None:
+            raise CktError("dbias: given, but bias is None (the gradient of which bias? ALiBi has none)")
+        want = (a.batch, a.nhead_q, a.seqlen_q, a.seqlen_k)
+        if dbias.dtype != q.dtype or dbias.shape != want or (want[3] > 1 and dbias.strides[3] != 1):
+            raise CktError(f"dbias: {dbias.dtype} {dbias.shape} strides {dbias.strides}, want {q.dtype} {want} "
+                           f"with unit stride on keys (a full gradient: no broadcast dims)")
+        a.dbias = dbias.ptr
+        a.dbias_stride_b, a.dbias_stride_h, a.dbias_stride_s = dbias.strides[:3]
     n = lib.bwd_workspace_bytes(a)
     ws = workspace(n)
     a.workspace, a.workspace_bytes = ws.ptr, n
@@ -316,22 +464,26 @@ def _autograd_function():
             the backward (ckt_fmha_bwd)."""
 
             @staticmethod
-            def forward(ctx, q, k, v, sink, spec):
+            def forward(ctx, q, k, v, sink, bias, spec, want_randval):
                 q, k, v = _kernel_ready(q), _kernel_ready(k), _kernel_ready(v)
                 sink = sink.contiguous() if sink is not None else None
-                o, lse = spec.forward(q, k, v, None, None, need_lse=True, sink=sink)
-                ctx.save_for_backward(q, k, v, o, lse, sink)
+                # the dropout bytes are no output of the graph: spec.randval (read by _run)
+                o, lse, spec.randval = spec.forward(q, k, v, None, None, need_lse=True, sink=sink, bias=bias,
+                                                    want_randval=want_randval)
+                ctx.save_for_backward(q, k, v, o, lse, sink, bias)
                 ctx.spec = spec
                 ctx.mark_non_differentiable(lse)
                 return o, lse
 
             @staticmethod
             def backward(ctx, do, _dlse):
-                q, k, v, o, lse, sink = ctx.saved_tensors
+                q, k, v, o, lse, sink, bias = ctx.saved_tensors
                 do = torch.zeros_like(o) if do is None else _kernel_ready(do)  # only the LSE was used
                 want_dsink = sink is not None and ctx.needs_input_grad[3]
-                dq, dk, dv, dsink = ctx.spec.backward(q, k, v, o, do, lse, sink=sink, want_dsink=want_dsink)
-                return dq, dk, dv, dsink, None
+                want_dbias = bias is not None and ctx.needs_input_grad[4]
+                dq, dk, dv, dsink, dbias = ctx.spec.backward(q, k, v, o, do, lse, sink=sink, want_dsink=want_dsink,
+                                                             bias=bias, want_dbias=want_dbias)
+                return dq, dk, dv, dsink, dbias, None, None
 
         _fn_cls = _Attention
     return _fn_cls
@@ -348,13 +500,27 @@ class _Spec:
     """One call's mode (batch in layout, or group) and options: forward and backward on the
     caller's objects, allocating outputs of their kind."""
 
-    def __init__(self, lib, opts, layout="bhsd", group=None, group_objs=(), stream=None):
+    def __init__(self, lib, opts, layout="bhsd", group=None, group_objs=(), stream=None, alibi_slopes=None):
         self.lib, self.opts, self.layout, self.group, self.stream = lib, opts, layout, group, stream
         self.group_objs = group_objs  # keeps the arrays behind group alive
+        self.alibi_slopes = alibi_slopes  # the caller's object (no gradient)
+        self.randval = None  # the autograd forward's dropout bytes, when asked for
 
-    def forward(self, q, k, v, out, lse, need_lse, sink=None):
+    def _scores_shape(self, qt, kt):
+        """[b, h, sq, sk] of the scores (group mode: [batch, h, max_q, max_k]), the bias's and the
+        dropout bytes' shape."""
+        if self.group is None:
+            b, h, sq, _, _, sk, _ = _check_batch(self.layout, qt, kt, kt)
+            return b, h, sq, sk
+        return self.group.seqstart_q.shape[0] - 1, qt.shape[1], self.group.max_q, self.group.max_k
+
+    def forward(self, q, k, v, out, lse, need_lse, sink=None, bias=None, want_randval=False):
+        """(out, lse, randval): lse when need_lse or given, randval (uint8 [b, h, sq, sk], the dropout
+        bytes) when want_randval, else None."""
         qt, kt, vt = as_tensor(q, name="q"), as_tensor(k, name="k"), as_tensor(v, name="v")
         st = as_tensor(sink, name="sink") if sink is not None else None
+        bt = as_tensor(bias, name="bias") if bias is not None else None
+        at = as_tensor(self.alibi_slopes, name="alibi_slopes") if self.alibi_slopes is not None else None
         if self.group is None:
             b, h, sq, d, hk, sk, dv = _check_batch(self.layout, qt, kt, vt)
             oshape = (b, sq, h, dv) if self.layout == "bshd" else (b, h, sq, dv)
@@ -369,11 +535,20 @@ class _Spec:
             lse, lt = _alloc(q, lshape, "float32", "lse")
         else:
             lt = None
-        fwd_call(self.lib, qt, kt, vt, ot, lt, self.opts, self.group, self.layout, _stream(q, self.stream), st)
-        return out, lse
+        randval = rt = None
+        if want_randval:
+            if self.opts.dropout_p == 0.0:
+                raise CktError("return_dropout_randval: needs dropout_p > 0 (no dropout: no random bytes)")
+            randval, rt = _zeros(q, self._scores_shape(qt, kt), "uint8", "randval")
+        fwd_call(self.lib, qt, kt, vt, ot, lt, self.opts, self.group, self.layout, _stream(q, self.stream), st, bt,
+                 at, rt)
+        return out, lse, randval
 
-    def backward(self, q, k, v, o, do, lse, dq=None, dk=None, dv=None, sink=None, want_dsink=False, dsink=None):
-        """(dq, dk, dv, dsink): dsink (float32 [h]) when want_dsink or given, else None."""
+    def backward(self, q, k, v, o, do, lse, dq=None, dk=None, dv=None, sink=None, want_dsink=False, dsink=None,
+                 bias=None, want_dbias=False, dbias=None):
+        """(dq, dk, dv, dsink, dbias): dsink (float32 [h]) when want_dsink or given, dbias (the bias's
+        shape and dtype) when want_dbias or given, else None. A broadcast bias's gradient is computed
+        in full and summed over its broadcast dims (torch tensors and numpy arrays)."""
         ts = [as_tensor(x, name=n) for x, n in ((q, "q"), (k, "k"), (v, "v"), (o, "o"), (do, "do"), (lse, "lse"))]
         grads = []
         for g, x, t, name in ((dq, q, ts[0], "dq"), (dk, k, ts[1], "dk"), (dv, v, ts[2], "dv")):
@@ -397,26 +572,85 @@ class _Spec:
             if sink is None:
                 raise CktError("dsink: needs sink (the forward's attention sinks)")
             dsink, dst = _alloc(sink, st.shape, "float32", "dsink")
+        bt = as_tensor(bias, name="bias") if bias is not None else None
+        at = as_tensor(self.alibi_slopes, name="alibi_slopes") if self.alibi_slopes is not None else None
+        dbt = full = None
+        if dbias is not None:
+            dbt = as_tensor(dbias, name="dbias")
+        elif want_dbias:
+            if bias is None:
+                raise CktError("dbias: needs bias (the gradient of which bias? ALiBi has none)")
+            # full [b, h, sq, sk], zeroed: the library writes the logical elements (not group-mode padding)
+            full, dbt = _zeros(q, self._scores_shape(ts[0], ts[1]), bt.dtype, "dbias")
         bwd_call(self.lib, *ts, *(gt for _, gt in grads), self.opts, self.group, self.layout,
-                 _stream(q, self.stream), workspace, st, dst)
-        return tuple(g for g, _ in grads) + (dsink,)
+                 _stream(q, self.stream), workspace, st, dst, bt, at, dbt)
+        if full is not None:
+            dbias = _sum_to(full, bt)
+        return tuple(g for g, _ in grads) + (dsink, dbias)
 
 
-def _run(spec, q, k, v, out, lse, return_lse, sink=None):
-    if _needs_grad(q, k, v, sink):
+def _zeros(like, shape, dtype, name):
+    """(object, description) of new zeroed memory of like's kind (see _alloc)."""
+    obj, t = _alloc(like, shape, dtype, name)
+    if is_torch(obj):
+        obj.zero_()
+    elif is_numpy(obj):
+        obj.fill(0)
+    elif t.device[0] == "cpu":
+        ctypes.memset(t.ptr, 0, t.numel() * t.itemsize)
+    else:
+        raise CktError(f"{name}: cannot clear {t.device[0]} memory here: pass {name}=")
+    return obj, t
+
+
+def _sum_to(full, bt):
+    """full, the [b, h, sq, sk] gradient of a bias that broadcasts (its described shape bt.shape,
+    2 to 4 dims, some of size 1), summed over the broadcast dims into the bias's shape (fp32 sums)."""
+    shape4 = (1,) * (4 - bt.ndim) + bt.shape
+    axes = tuple(d for d in range(4) if shape4[d] == 1 and full.shape[d] != 1)
+    if not axes:  # only missing leading dims: the same memory
+        if isinstance(full, Tensor):
+            return Tensor(full.ptr, bt.shape, full.dtype, None, full.device, full.owner)
+        return full.reshape(bt.shape)
+    if is_torch(full):
+        return full.float().sum(dim=axes, keepdim=True).to(full.dtype).reshape(bt.shape)
+    if is_numpy(full) and bt.dtype == "float16":
+        import numpy as np
+        return full.astype(np.float32).sum(axis=axes, keepdims=True).astype(np.float16).reshape(bt.shape)
+    raise CktError(f"bias: shape {bt.shape} broadcasts: its gradient needs a sum over the broadcast dims, done "
+                   f"here for torch tensors and float16 numpy arrays only: pass a full [b, h, s_q, s_k] bias or "
+                   f"dbias=")
+
+
+def _prep_bias(bias):
+    """A torch bias the library can read: unit stride on keys (else a copy, through autograd)."""
+    if is_torch(bias) and bias.dim() >= 1 and bias.shape[-1] > 1 and bias.stride(-1) != 1:
+        return bias.contiguous()
+    return bias
+
+
+def _run(spec, q, k, v, out, lse, return_lse, sink=None, bias=None, return_randval=False):
+    bias = _prep_bias(bias)
+    spec.opts.resolve_seed(q)  # one seed for the forward and autograd's backward
+    if _needs_grad(q, k, v, sink, bias):
         if out is not None or lse is not None:
             raise CktError("out / lse: not with autograd (inputs that require grad)")
-        o, lse = _autograd_function().apply(q, k, v, sink, spec)
+        o, lse = _autograd_function().apply(q, k, v, sink, bias, spec, return_randval)
+        randval = spec.randval
     else:
-        o, lse = spec.forward(q, k, v, out, lse, need_lse=return_lse, sink=sink)
-    return (o, lse) if return_lse else o
+        o, lse, randval = spec.forward(q, k, v, out, lse, need_lse=return_lse, sink=sink, bias=bias,
+                                       want_randval=return_randval)
+    res = (o,) + ((lse,) if return_lse else ()) + ((randval,) if return_randval else ())
+    return res if len(res) > 1 else o
 
 
 # >>the API
 
 
 def attention(q, k, v, causal=False, window=None, softcap=0.0, scale=None, layout="bshd", deterministic=False,
-              bottom_right=False, return_lse=False, out=None, lse=None, stream=None, lib=None, sink=None):
+              bottom_right=False, return_lse=False, out=None, lse=None, stream=None, lib=None, sink=None,
+              dropout_p=0.0, dropout_seed=None, dropout_offset=0, return_dropout_randval=False, bias=None,
+              alibi_slopes=None, dropout_seed_offset=None):
     """softmax(q k^T * scale) v per head, with gradients through torch.autograd for torch tensors.
 
     layout "bshd": q [b, sq, h, d], k [b, sk, h_k, d], v [b, sk, h_k, d_v] (FlashAttention's
@@ -427,62 +661,116 @@ def attention(q, k, v, causal=False, window=None, softcap=0.0, scale=None, layou
     [b, h, sq] float32 (natural log). out / lse: outputs to write (no autograd).
     sink: attention sinks (gpt-oss), float32 [h]: a learned logit per query head that joins every
     row's softmax denominator (LSE = log(exp(sink) + sum exp(s))); its gradient flows through
-    autograd when it requires grad."""
+    autograd when it requires grad.
+
+    dropout_p: FlashAttention's dropout on the probabilities, O = (P o Z / (1 - p)) V, applied
+    whenever > 0 (pass 0 in evaluation); the keep mask Z is a pure function of (dropout_seed,
+    dropout_offset, b, h, i, j) (Philox4x32-10, ckt/fmha/dropout.h), so autograd's backward
+    regenerates it. dropout_seed None: drawn from torch's default generator (torch inputs) or
+    Python's random; pass it (and dropout_offset) to call attention_backward yourself.
+    dropout_seed_offset: instead, a device int64 / uint64 [2] tensor {seed, offset} read by the
+    kernels (CUDA graphs: write new values before a replay); it must hold the same values when
+    the backward runs.
+    return_dropout_randval: also the random byte of every element, uint8 [b, h, sq, sk] (kept
+    where >= dropout_threshold(dropout_p); elements the mask hides may be 0), appended to the
+    outputs (after the LSE).
+
+    bias: an additive bias of the scaled logits, of q's dtype, broadcastable to [b, h, sq, sk]
+    (2 to 4 dims; size-1 or missing batch / head / query dims broadcast; the key dim is sk with
+    unit stride). Its gradient (autograd, when it requires grad) is computed in full and summed
+    over the broadcast dims. alibi_slopes: ALiBi, float32 [h] or [b, h]: -slope * |j - i - off|
+    added, off the mask's diagonal offset (0 top-left, sk - sq with bottom_right). Not both; not
+    with softcap."""
     _check_layout(layout)
-    spec = _Spec(lib or _lib.library(), _Opts(causal, window, bottom_right, scale, softcap, deterministic), layout,
-                 stream=stream)
-    return _run(spec, q, k, v, out, lse, return_lse, sink)
+    opts = _Opts(causal, window, bottom_right, scale, softcap, deterministic, dropout_p, dropout_seed, dropout_offset,
+                 alibi_slopes is not None, dropout_seed_offset)
+    spec = _Spec(lib or _lib.library(), opts, layout, stream=stream, alibi_slopes=alibi_slopes)
+    return _run(spec, q, k, v, out, lse, return_lse, sink, bias, return_dropout_randval)
+
+
+def _grads(g, sink, want_dbias):
+    """attention_backward's result: (dq, dk, dv), then dsink with sink, then dbias when asked for."""
+    return g[:3] + ((g[3],) if sink is not None else ()) + ((g[4],) if want_dbias else ())
 
 
 def attention_backward(q, k, v, o, do, lse, causal=False, window=None, softcap=0.0, scale=None, layout="bshd",
                        deterministic=False, bottom_right=False, dq=None, dk=None, dv=None, stream=None, lib=None,
-                       sink=None, dsink=None):
+                       sink=None, dsink=None, dropout_p=0.0, dropout_seed=None, dropout_offset=0, bias=None,
+                       alibi_slopes=None, return_dbias=False, dbias=None, dropout_seed_offset=None):
     """The gradients (dq, dk, dv) of attention(..., return_lse=True), given its o, lse and the output's
     gradient do, with the forward's options: the backward without autograd (any inputs). With the
-    forward's sink: (dq, dk, dv, dsink), dsink float32 [h] (written into dsink= when given)."""
+    forward's sink: (dq, dk, dv, dsink), dsink float32 [h] (written into dsink= when given).
+    Dropout: the forward's dropout_p, dropout_seed and dropout_offset (the seed is required), or
+    its dropout_seed_offset.
+    bias / alibi_slopes: the forward's; return_dbias (or dbias= given, a full [b, h, sq, sk] of
+    q's dtype): the bias's gradient appended (last), of the bias's shape (a broadcast bias's summed
+    over the broadcast dims: torch tensors and float16 numpy arrays)."""
     _check_layout(layout)
-    spec = _Spec(lib or _lib.library(), _Opts(causal, window, bottom_right, scale, softcap, deterministic), layout,
-                 stream=stream)
-    g = spec.backward(q, k, v, o, do, lse, dq, dk, dv, sink=sink, want_dsink=sink is not None, dsink=dsink)
-    return g if sink is not None else g[:3]
+    opts = _Opts(causal, window, bottom_right, scale, softcap, deterministic, dropout_p, dropout_seed, dropout_offset,
+                 alibi_slopes is not None, dropout_seed_offset)
+    spec = _Spec(lib or _lib.library(), opts, layout, stream=stream, alibi_slopes=alibi_slopes)
+    want_dbias = return_dbias or dbias is not None
+    g = spec.backward(q, k, v, o, do, lse, dq, dk, dv, sink=sink, want_dsink=sink is not None, dsink=dsink,
+                      bias=_prep_bias(bias), want_dbias=want_dbias, dbias=dbias)
+    return _grads(g, sink, want_dbias)
 
 
 def _varlen_spec(q, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_q, seqused_k, opts, stream,
-                 lib):
+                 lib, alibi_slopes=None):
     arrs = [as_tensor(x, name=n) if x is not None else None
             for x, n in ((cu_seqlens_q, "cu_seqlens_q"), (cu_seqlens_k, "cu_seqlens_k"), (seqused_q, "seqused_q"),
                          (seqused_k, "seqused_k"))]
     group = _Group(arrs[0], arrs[1], max_seqlen_q, max_seqlen_k, arrs[2], arrs[3])
     return _Spec(lib or _lib.library(), opts, group=group, group_objs=(cu_seqlens_q, cu_seqlens_k, seqused_q,
-                                                                       seqused_k), stream=stream)
+                                                                       seqused_k), stream=stream,
+                 alibi_slopes=alibi_slopes)
 
 
 def varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False, window=None, softcap=0.0,
            scale=None, deterministic=False, bottom_right=True, seqused_q=None, seqused_k=None, return_lse=False,
-           out=None, lse=None, stream=None, lib=None, sink=None):
+           out=None, lse=None, stream=None, lib=None, sink=None, dropout_p=0.0, dropout_seed=None, dropout_offset=0,
+           return_dropout_randval=False, bias=None, alibi_slopes=None, dropout_seed_offset=None):
     """Variable-length attention, FlashAttention's flash_attn_varlen_func convention: sequences packed
     along the first dim, q [total_q, h, d], k [total_k, h_k, d], v [total_k, h_k, d_v], output
     [total_q, h, d_v]; cu_seqlens_q / _k: int32 [batch + 1] cumulative starts, in device memory;
     max_seqlen_*: the longest sequence. seqused_q / _k (optional, int32 [batch]): logical lengths
     shorter than the packed ones. causal / window align bottom-right (per sequence) like
     FlashAttention's unless bottom_right=False. return_lse: also the LSE, [h, total_q] float32.
-    Autograd for torch tensors, like attention; sink: attention sinks, like attention's."""
-    opts = _Opts(causal, window, bottom_right, scale, softcap, deterministic)
+    Autograd for torch tensors, like attention; sink, dropout and ALiBi like attention's. bias
+    (and the dropout bytes) are indexed per sequence and in-sequence position, not packed:
+    broadcastable to [batch, h, max_seqlen_q, max_seqlen_k] (the gradient's padding is 0)."""
+    opts = _Opts(causal, window, bottom_right, scale, softcap, deterministic, dropout_p, dropout_seed, dropout_offset,
+                 alibi_slopes is not None, dropout_seed_offset)
     spec = _varlen_spec(q, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_q, seqused_k, opts,
-                        stream, lib)
-    return _run(spec, q, k, v, out, lse, return_lse, sink)
+                        stream, lib, alibi_slopes)
+    return _run(spec, q, k, v, out, lse, return_lse, sink, bias, return_dropout_randval)
 
 
 def varlen_backward(q, k, v, o, do, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False,
                     window=None, softcap=0.0, scale=None, deterministic=False, bottom_right=True, seqused_q=None,
-                    seqused_k=None, dq=None, dk=None, dv=None, stream=None, lib=None, sink=None, dsink=None):
+                    seqused_k=None, dq=None, dk=None, dv=None, stream=None, lib=None, sink=None, dsink=None,
+                    dropout_p=0.0, dropout_seed=None, dropout_offset=0, bias=None, alibi_slopes=None,
+                    return_dbias=False, dbias=None, dropout_seed_offset=None):
     """The gradients (dq, dk, dv) of varlen(..., return_lse=True) without autograd; with the
-    forward's sink, (dq, dk, dv, dsink) like attention_backward."""
-    opts = _Opts(causal, window, bottom_right, scale, softcap, deterministic)
+    forward's sink, (dq, dk, dv, dsink); dropout, bias, ALiBi and dbias like attention_backward
+    (dbias [batch, h, max_seqlen_q, max_seqlen_k])."""
+    opts = _Opts(causal, window, bottom_right, scale, softcap, deterministic, dropout_p, dropout_seed, dropout_offset,
+                 alibi_slopes is not None, dropout_seed_offset)
     spec = _varlen_spec(q, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_q, seqused_k, opts,
-                        stream, lib)
-    g = spec.backward(q, k, v, o, do, lse, dq, dk, dv, sink=sink, want_dsink=sink is not None, dsink=dsink)
-    return g if sink is not None else g[:3]
+                        stream, lib, alibi_slopes)
+    want_dbias = return_dbias or dbias is not None
+    g = spec.backward(q, k, v, o, do, lse, dq, dk, dv, sink=sink, want_dsink=sink is not None, dsink=dsink,
+                      bias=_prep_bias(bias), want_dbias=want_dbias, dbias=dbias)
+    return _grads(g, sink, want_dbias)
+
+
+def dropout_threshold(dropout_p):
+    """The byte below which an element is dropped: round(dropout_p * 256) (computed in float32 like
+    the kernels: the drop probability is quantized to 1/256; kept values are scaled by
+    1 / (1 - dropout_p)). keep = randval >= dropout_threshold(p) for return_dropout_randval's bytes."""
+    p = _Opts(dropout_p=dropout_p).dropout_p
+    f = ctypes.c_float(ctypes.c_float(p).value * 256.0).value
+    return int(ctypes.c_float(f + 0.5).value) if p > 0 else 0
 
 
 def _float32_table(x, name):
@@ -516,7 +804,8 @@ def _lens_after(cache_seqlens, snew, like):
 
 def with_kvcache(q, k_cache, v_cache, k_new=None, v_new=None, cache_seqlens=None, rotary_cos=None, rotary_sin=None,
                  rotary_interleaved=True, cache_batch_idx=None, block_table=None, causal=False, window=None,
-                 softcap=0.0, scale=None, num_splits=0, return_lse=False, out=None, stream=None, lib=None, sink=None):
+                 softcap=0.0, scale=None, num_splits=0, return_lse=False, out=None, stream=None, lib=None, sink=None,
+                 bias=None, alibi_slopes=None):
     """Decoding with a KV cache, FlashAttention's flash_attn_with_kvcache: appends k_new / v_new to the
     cache in place (ckt_fmha_appendkv, rotating k_new and q by the rotary tables) and attends over
     each entry's first cache_seqlens[b] + s_new cache rows (ckt_fmha_fwd over the cache in place:
@@ -537,6 +826,11 @@ def with_kvcache(q, k_cache, v_cache, k_new=None, v_new=None, cache_seqlens=None
     n: n key ranges merged by a deterministic combine). Returns out [b, sq, h, d_v] (and lse
     [b, h, sq] float32). cache_seqlens is not advanced: add s_new yourself. sink: attention
     sinks, float32 [h], like attention's (split-KV adds them once, in the combine).
+    bias: q's dtype, broadcastable to [b, h, sq, n] with n at least the keys any entry may have
+    (the cache's capacity: s_cache, or max_pages * page_size when paged; cache_seqlens + s_new
+    for an int cache_seqlens), indexed by entry b and key position j in the sequence (whatever
+    page holds it). alibi_slopes: float32 [h] or [b, h], distances from the bottom-right diagonal
+    (FlashAttention's: -slope * |i + len - sq - j|). No gradients here.
 
     With torch tensors nothing is read back to the host (cache_seqlens stays on the device); the
     library checks what it can read and the kernels stay in bounds for the rest."""
@@ -678,8 +972,10 @@ def with_kvcache(q, k_cache, v_cache, k_new=None, v_new=None, cache_seqlens=None
     cache_fields(f)
     if lt is not None:
         f.lse, f.lse_stride_b, f.lse_stride_h = lt.ptr, lt.strides[0], lt.strides[1]
-    _Opts(causal, window, True, scale, softcap).set(f)
+    _Opts(causal, window, True, scale, softcap, alibi=alibi_slopes is not None).set(f)
     f.sink = _check_sink(as_tensor(sink, name="sink") if sink is not None else None, h)
+    bias = _prep_bias(bias)  # kept alive to the call's end (a torch copy when the key stride is not 1)
+    _set_bias(f, _given(bias, "bias"), _given(alibi_slopes, "alibi_slopes"), keys_at_least=True)
     if num_splits < 0:
         raise CktError(f"num_splits: {num_splits}, expected 0 (automatic), 1 (no split) or a count")
     f.num_splits = num_splits

@@ -23,9 +23,26 @@ RNG = np.random.default_rng(1234)
 # >>references (float64; bhsd)
 
 
-def ref_attention(q, k, v, causal=False, window=None, bottom_right=False, scale=None, softcap=0.0, sink=None):
+def additive(b, h, sq, sk, bias=None, alibi=None, bottom_right=False):
+    """The float64 [b, h, sq, sk] (broadcast) term added to the scaled logits: bias (broadcastable
+    to [b, h, sq, sk], any float dtype; bf16 as uint16 bits) or ALiBi -slope * |j - i - off| with
+    slopes [h] or [b, h] and off the mask's diagonal offset (0 top-left, sk - sq bottom-right)."""
+    if bias is not None:
+        x = from_bf16(bias) if np.asarray(bias).dtype == np.uint16 else bias
+        return np.broadcast_to(np.asarray(x, np.float64), (b, h, sq, sk))
+    if alibi is not None:
+        sl = np.asarray(alibi, np.float64)
+        sl = np.broadcast_to(sl.reshape((1,) * (2 - sl.ndim) + sl.shape), (b, h))[..., None, None]
+        off = sk - sq if bottom_right else 0
+        return -sl * np.abs(np.arange(sk)[None, :] - np.arange(sq)[:, None] - off)
+    return 0.0
+
+
+def ref_attention(q, k, v, causal=False, window=None, bottom_right=False, scale=None, softcap=0.0, sink=None,
+                  bias=None, alibi=None, keep=None, p_drop=0.0):
     """O [b, h, sq, dv] and LSE [b, h, sq] of ckt/fmha/args.h; q [b, h, sq, d], k [b, hk, sk, d];
-    sink [h]: attention sinks joining each row's denominator."""
+    sink [h]: attention sinks joining each row's denominator; bias / alibi: see additive();
+    keep (bool [b, h, sq, sk]) and p_drop: dropout, O = (P o keep / (1 - p)) V, LSE unchanged."""
     q, k, v = (np.asarray(x, np.float64) for x in (q, k, v))
     b, h, sq, d = q.shape
     hk, sk = k.shape[1], k.shape[2]
@@ -34,6 +51,7 @@ def ref_attention(q, k, v, causal=False, window=None, bottom_right=False, scale=
     s = q @ k.transpose(0, 1, 3, 2) * scale
     if softcap:
         s = softcap * np.tanh(s / softcap)
+    s = s + additive(b, h, sq, sk, bias, alibi, bottom_right)
     left, right = window if window is not None else (-1, -1)
     if causal:
         right = 0
@@ -56,32 +74,65 @@ def ref_attention(q, k, v, causal=False, window=None, bottom_right=False, scale=
     l = p.sum(-1, keepdims=True)
     if sk_ is not None:
         l = l + np.exp(sk_ - m)
+    if keep is not None:
+        p = p * keep / (1.0 - p_drop)  # after the row sum: the LSE is the undropped one
     o = np.where(l > 0, (p @ v) / np.where(l > 0, l, 1), 0.0)
     lse = np.where(l[..., 0] > 0, m[..., 0] + np.log(np.where(l > 0, l, 1)[..., 0]), -np.inf)
     return o, lse
 
 
-def ref_backward(q, k, v, o, do, lse, causal=False, scale=None, bottom_right=False):
-    """dq, dk, dv of ref_attention (no soft-cap, no window), with the kernel's o and lse."""
+def ref_backward(q, k, v, o, do, lse, causal=False, scale=None, bottom_right=False, bias=None, alibi=None, keep=None,
+                 p_drop=0.0, want_ds=False):
+    """dq, dk, dv of ref_attention (no soft-cap, no window), with the kernel's o and lse; bias /
+    alibi / keep / p_drop as there. want_ds: also dS [b, h, sq, sk], the gradient of the scaled
+    logits (= dbias)."""
     q, k, v, o, do = (np.asarray(x, np.float64) for x in (q, k, v, o, do))
     b, h, sq, d = q.shape
     hk, sk = k.shape[1], k.shape[2]
     g = h // hk
     kk, vv = np.repeat(k, g, axis=1), np.repeat(v, g, axis=1)
     scale = scale or 1.0 / math.sqrt(d)
-    s = q @ kk.transpose(0, 1, 3, 2) * scale
+    s = q @ kk.transpose(0, 1, 3, 2) * scale + additive(b, h, sq, sk, bias, alibi, bottom_right)
     if causal:
         off = sk - sq if bottom_right else 0
         s = np.where(np.arange(sk)[None, :] - np.arange(sq)[:, None] - off <= 0, s, -np.inf)
     p = np.exp(s - lse[..., None])
-    dvv = p.transpose(0, 1, 3, 2) @ do
-    dp = do @ vv.transpose(0, 1, 3, 2)
+    zs = keep / (1.0 - p_drop) if keep is not None else 1.0
+    dvv = (p * zs).transpose(0, 1, 3, 2) @ do
+    dp = zs * (do @ vv.transpose(0, 1, 3, 2))
     dd = (do * o).sum(-1, keepdims=True)
     ds = p * (dp - dd)
     dq = scale * ds @ kk
     dkk = scale * ds.transpose(0, 1, 3, 2) @ q
     fold = lambda x: x.reshape(b, hk, g, sk, -1).sum(2)
-    return dq, fold(dkk), fold(dvv)
+    return (dq, fold(dkk), fold(dvv)) + ((ds,) if want_ds else ())
+
+
+def philox4x32_10(c, k0, k1):
+    """Philox4x32-10 (Salmon et al., SC 2011) on uint64 arrays holding 32-bit words: counters c
+    (4 arrays), key (k0, k1); the 4 output words."""
+    m32 = np.uint64(0xFFFFFFFF)
+    c0, c1, c2, c3 = (np.asarray(x, np.uint64) for x in c)
+    k0, k1 = np.uint64(k0), np.uint64(k1)
+    for _ in range(10):
+        p0, p1 = np.uint64(0xD2511F53) * c0, np.uint64(0xCD9E8D57) * c2
+        c0, c1, c2, c3 = (p1 >> np.uint64(32)) ^ c1 ^ k0, p1 & m32, (p0 >> np.uint64(32)) ^ c3 ^ k1, p0 & m32
+        k0, k1 = (k0 + np.uint64(0x9E3779B9)) & m32, (k1 + np.uint64(0xBB67AE85)) & m32
+    return c0, c1, c2, c3
+
+
+def ref_randval(seed, offset, b, h, sq, sk, entries=None):
+    """The dropout bytes uint8 [b, h, sq, sk] of ckt/fmha/dropout.h: element (b, h, i, j) takes byte
+    j % 16 (little-endian in word (j % 16) / 4) of Philox(counter {j / 16, i, b * h + hh,
+    lo32(offset)}, key {lo32(seed), hi32(seed) ^ hi32(offset)}). entries: the batch indices."""
+    bb, hh, ii, jj = np.meshgrid(np.arange(b) if entries is None else np.asarray(entries), np.arange(h),
+                                 np.arange(sq), np.arange(sk), indexing="ij")
+    u = lambda x: np.asarray(x, np.uint64)
+    w = philox4x32_10((u(jj // 16), u(ii), u(bb * h + hh), np.full(jj.shape, offset & 0xFFFFFFFF, np.uint64)),
+                      seed & 0xFFFFFFFF, (seed >> 32) ^ (offset >> 32))
+    kk = jj % 16
+    word = np.choose(kk // 4, w)
+    return ((word >> u(8 * (kk % 4))) & np.uint64(0xFF)).astype(np.uint8)
 
 
 def rope(x, pos, cos, sin, interleaved):
@@ -323,6 +374,307 @@ class Sink(unittest.TestCase):
             self.assertTrue(str(cm.exception).startswith(starts), str(cm.exception))
 
 
+class Dropout(unittest.TestCase):
+    """dropout_p / dropout_seed / dropout_offset: the random bytes against a numpy Philox4x32-10, O
+    against the reference with the keep mask they give, the backward regenerating the mask."""
+    P, SEED, OFFSET = 0.3, 2 ** 40 + 123, 2 ** 33 + 7  # both words of seed and offset matter
+
+    def kw(self, **more):
+        return dict(dropout_p=self.P, dropout_seed=self.SEED, dropout_offset=self.OFFSET, **more)
+
+    def test_threshold(self):
+        self.assertEqual([ckt.fmha.dropout_threshold(p) for p in (0.0, 0.1, 0.3, 0.5, 0.999)], [0, 26, 77, 128, 256])
+
+    def test_forward_randval(self):
+        b, h, hk, sq, sk, d = 2, 4, 2, 19, 40, 64
+        q, k, v = randn(b, sq, h, d), randn(b, sk, hk, d), randn(b, sk, hk, d)
+        o, lse, rv = ckt.fmha.attention(q, k, v, causal=True, bottom_right=True, return_lse=True,
+                                        return_dropout_randval=True, **self.kw())
+        self.assertEqual((rv.shape, rv.dtype), ((b, h, sq, sk), np.uint8))
+        vis = np.arange(sk)[None, :] - np.arange(sq)[:, None] - (sk - sq) <= 0  # the bytes of visible pairs
+        np.testing.assert_array_equal(rv[..., vis], ref_randval(self.SEED, self.OFFSET, b, h, sq, sk)[..., vis])
+        keep = rv >= ckt.fmha.dropout_threshold(self.P)
+        self.assertLess(abs(keep[..., vis].mean() - (1 - 77 / 256)), 0.05)
+        ro, rlse = ref_attention(bhsd(q), bhsd(k), bhsd(v), causal=True, bottom_right=True, keep=keep, p_drop=self.P)
+        Close.check(self, bhsd(o), ro, 2e-3, 1e-2, "O with dropout")
+        Close.check(self, lse, rlse, 1e-3, 1e-3, "LSE with dropout (the undropped one)")
+        plain = ckt.fmha.attention(q, k, v, causal=True, bottom_right=True)
+        self.assertGreater(np.abs(np.asarray(plain, np.float64) - o).max(), 0.05)  # dropout happened
+        # the same seed and offset: the same output; another offset, another seed: another mask
+        again = ckt.fmha.attention(q, k, v, causal=True, bottom_right=True, **self.kw())
+        np.testing.assert_array_equal(again, o)
+        for kw in (dict(self.kw(), dropout_offset=self.OFFSET + 1), dict(self.kw(), dropout_seed=self.SEED + 2 ** 32)):
+            other = ckt.fmha.attention(q, k, v, causal=True, bottom_right=True, return_dropout_randval=True, **kw)[1]
+            self.assertGreater((other[..., vis] != rv[..., vis]).mean(), 0.9)
+
+    def test_drawn_seed(self):
+        q = k = v = randn(1, 16, 2, 32)
+        a = ckt.fmha.attention(q, k, v, dropout_p=0.5)
+        b = ckt.fmha.attention(q, k, v, dropout_p=0.5)
+        self.assertFalse(np.array_equal(a, b))  # a new seed each call
+
+    def test_backward(self):
+        b, h, hk, sq, sk, d = 2, 4, 2, 24, 40, 64
+        q, k, v, do = randn(b, sq, h, d), randn(b, sk, hk, d), randn(b, sk, hk, d), randn(b, sq, h, d)
+        o, lse, rv = ckt.fmha.attention(q, k, v, causal=True, bottom_right=True, return_lse=True,
+                                        return_dropout_randval=True, **self.kw())
+        keep = rv >= ckt.fmha.dropout_threshold(self.P)
+        rq, rk, rvv = ref_backward(bhsd(q), bhsd(k), bhsd(v), bhsd(o), bhsd(do), lse, causal=True, bottom_right=True,
+                                   keep=keep, p_drop=self.P)
+        plain = ref_backward(bhsd(q), bhsd(k), bhsd(v), bhsd(o), bhsd(do), lse, causal=True, bottom_right=True)
+        self.assertGreater(np.abs(plain[2] - rvv).max(), 0.1)  # the mask matters to the reference
+        for det in (False, True):
+            dq, dk, dv = ckt.fmha.attention_backward(q, k, v, o, do, lse, causal=True, bottom_right=True,
+                                                     deterministic=det, **self.kw())
+            for name, got, want in (("dq", dq, rq), ("dk", dk, rk), ("dv", dv, rvv)):
+                Close.check(self, bhsd(got), want, 1e-2, 2e-2, f"{name} with dropout, deterministic={det}")
+
+    def test_varlen(self):
+        lens_q, lens_k = [7, 0, 20], [9, 5, 20]
+        cu_q, cu_k = np.cumsum([0] + lens_q).astype(np.int32), np.cumsum([0] + lens_k).astype(np.int32)
+        h, d = 2, 32
+        q, k, v, do = randn(cu_q[-1], h, d), randn(cu_k[-1], h, d), randn(cu_k[-1], h, d), randn(cu_q[-1], h, d)
+        mq, mk = max(lens_q), max(lens_k)
+        o, lse, rv = ckt.fmha.varlen(q, k, v, cu_q, cu_k, mq, mk, causal=True, return_lse=True,
+                                     return_dropout_randval=True, **self.kw())
+        self.assertEqual(rv.shape, (3, h, mq, mk))  # per entry and in-entry position
+        dq, dk, dv = ckt.fmha.varlen_backward(q, k, v, o, do, lse, cu_q, cu_k, mq, mk, causal=True, **self.kw())
+        for i in range(3):
+            qs, ks = slice(cu_q[i], cu_q[i + 1]), slice(cu_k[i], cu_k[i + 1])
+            nq, nk = lens_q[i], lens_k[i]
+            want_rv = ref_randval(self.SEED, self.OFFSET, 1, h, nq, nk, entries=[i])[0]
+            vis = np.arange(nk)[None, :] - np.arange(nq)[:, None] - (nk - nq) <= 0
+            np.testing.assert_array_equal(rv[i, :, :nq, :nk][:, vis], want_rv[:, vis])
+            keep = rv[None, i, :, :nq, :nk] >= ckt.fmha.dropout_threshold(self.P)
+            as4 = lambda x, s: np.asarray(x[s], np.float64).transpose(1, 0, 2)[None]
+            ro, _ = ref_attention(as4(q, qs), as4(k, ks), as4(v, ks), causal=True, bottom_right=True, keep=keep,
+                                  p_drop=self.P)
+            Close.check(self, as4(o, qs), ro, 2e-3, 1e-2, f"varlen O with dropout, entry {i}")
+            r = ref_backward(as4(q, qs), as4(k, ks), as4(v, ks), as4(o, qs), as4(do, qs), lse[None, :, qs],
+                             causal=True, bottom_right=True, keep=keep, p_drop=self.P)
+            for name, got, s_, want in zip(("dq", "dk", "dv"), (dq, dk, dv), (qs, ks, ks), r):
+                Close.check(self, as4(got, s_), want, 1e-2, 2e-2, f"varlen {name} with dropout, entry {i}")
+
+    def test_seed_offset_in_memory(self):
+        """dropout_seed_offset: {seed, offset} read from memory by the kernels, the same mask as by value."""
+        b, h, sq, sk, d = 1, 2, 16, 40, 32
+        q, k, v, do = randn(b, sq, h, d), randn(b, sk, h, d), randn(b, sk, h, d), randn(b, sq, h, d)
+        so = np.array([self.SEED, self.OFFSET], np.uint64)
+        kw = dict(dropout_p=self.P, dropout_seed_offset=so)
+        o, lse, rv = ckt.fmha.attention(q, k, v, return_lse=True, return_dropout_randval=True, **kw)
+        np.testing.assert_array_equal(rv, ref_randval(self.SEED, self.OFFSET, b, h, sq, sk))
+        np.testing.assert_array_equal(o, ckt.fmha.attention(q, k, v, **self.kw()))
+        got = ckt.fmha.attention_backward(q, k, v, o, do, lse, **kw)
+        want = ckt.fmha.attention_backward(q, k, v, o, do, lse, **self.kw())
+        for name, g, w in zip(("dq", "dk", "dv"), got, want):
+            np.testing.assert_array_equal(g, w, name)
+        so[1] += 1  # new values in the same memory: another mask
+        self.assertFalse(np.array_equal(o, ckt.fmha.attention(q, k, v, **kw)))
+        for bad, text in ((np.zeros(3, np.uint64), "dropout_seed_offset: uint64 (3,)"),
+                          (np.zeros(2, np.int32), "dropout_seed_offset: int32 (2,)")):
+            with self.assertRaises(ckt.CktError) as cm:
+                ckt.fmha.attention(q, k, v, dropout_p=0.1, dropout_seed_offset=bad)
+            self.assertTrue(str(cm.exception).startswith(text), str(cm.exception))
+        with self.assertRaises(ckt.CktError) as cm:
+            ckt.fmha.attention(q, k, v, dropout_p=0.1, dropout_seed_offset=so, dropout_seed=1)
+        self.assertTrue(str(cm.exception).startswith("dropout_seed_offset: given with dropout_seed"))
+
+    def test_errors(self):
+        q = k = v = randn(1, 8, 2, 32)
+        for kw, text in ((dict(dropout_p=1.0), "dropout_p: 1.0 (must be in [0, 1)"),
+                         (dict(dropout_p=-0.1), "dropout_p: -0.1"), (dict(dropout_p=float("nan")), "dropout_p: nan"),
+                         (dict(dropout_p=0.1, dropout_seed=-1), "dropout_seed: -1"),
+                         (dict(dropout_p=0.1, dropout_offset=2 ** 64), "dropout_offset:"),
+                         (dict(dropout_p=0.1, dropout_seed=1.5), "dropout_seed: 1.5"),
+                         (dict(return_dropout_randval=True), "return_dropout_randval: needs dropout_p > 0")):
+            with self.assertRaises(ckt.CktError) as cm:
+                ckt.fmha.attention(q, k, v, **kw)
+            self.assertTrue(str(cm.exception).startswith(text), str(cm.exception))
+        o, lse = ckt.fmha.attention(q, k, v, return_lse=True, dropout_p=0.1, dropout_seed=5)
+        with self.assertRaises(ckt.CktError) as cm:
+            ckt.fmha.attention_backward(q, k, v, o, o, lse, dropout_p=0.1)  # the seed is needed
+        self.assertTrue(str(cm.exception).startswith("dropout_seed: None"), str(cm.exception))
+
+
+class Bias(unittest.TestCase):
+    """bias= (broadcast shapes, dbias) and alibi_slopes= on attention / varlen / with_kvcache."""
+
+    def fwd_case(self, bias_shape=None, alibi_shape=None, layout="bshd", b=2, h=4, hk=2, sq=19, sk=33, d=64, **kw):
+        shape = (lambda s, hh: (b, s, hh, d)) if layout == "bshd" else (lambda s, hh: (b, hh, s, d))
+        to = bhsd if layout == "bshd" else np.asarray
+        q, k, v = randn(*shape(sq, h)), randn(*shape(sk, hk)), randn(*shape(sk, hk))
+        bias = 2 * randn(*bias_shape) if bias_shape else None
+        alibi = RNG.uniform(0.05, 1.0, alibi_shape).astype(np.float32) if alibi_shape else None
+        o, lse = ckt.fmha.attention(q, k, v, layout=layout, return_lse=True, bias=bias, alibi_slopes=alibi, **kw)
+        ro, rlse = ref_attention(to(q), to(k), to(v), bias=bias, alibi=alibi, **kw)
+        what = f"bias {bias_shape} alibi {alibi_shape} {layout} {kw}"
+        Close.check(self, to(o), ro, 2e-3, 1e-2, "O, " + what)
+        Close.check(self, lse, rlse, 1e-3, 1e-3, "LSE, " + what)
+        plain, _ = ref_attention(to(q), to(k), to(v), **kw)
+        self.assertGreater(np.abs(plain - ro).max(), 0.05, what)  # the bias matters
+
+    def test_bias_shapes(self):
+        b, h, sq, sk = 2, 4, 19, 33
+        for bs in ((b, h, sq, sk), (1, h, sq, sk), (b, 1, sq, sk), (b, 1, 1, sk), (h, sq, sk), (sq, sk)):
+            self.fwd_case(bs, causal=True)
+        self.fwd_case((b, h, sq, sk), layout="bhsd", bottom_right=True, window=(6, 2))
+
+    def test_bias_strided_and_expanded(self):
+        q, k, v = randn(1, 8, 2, 32), randn(1, 12, 2, 32), randn(1, 12, 2, 32)
+        wide = randn(1, 2, 8, 20)
+        bias = wide[..., 3:15]  # rows 20 apart, keys 1
+        o = ckt.fmha.attention(q, k, v, bias=bias)
+        ro, _ = ref_attention(bhsd(q), bhsd(k), bhsd(v), bias=bias)
+        Close.check(self, bhsd(o), ro, 2e-3, 1e-2, "O with a strided bias")
+        row = randn(1, 1, 1, 12)
+        o = ckt.fmha.attention(q, k, v, bias=np.broadcast_to(row, (1, 2, 8, 12)))  # stride-0 dims
+        ro, _ = ref_attention(bhsd(q), bhsd(k), bhsd(v), bias=row)
+        Close.check(self, bhsd(o), ro, 2e-3, 1e-2, "O with an expanded bias")
+
+    def test_bias_bf16(self):
+        q, k, v = (to_bf16(RNG.standard_normal(s)) for s in ((1, 12, 2, 64), (1, 16, 2, 64), (1, 16, 2, 64)))
+        bias = to_bf16(2 * RNG.standard_normal((1, 2, 12, 16)))
+        bf = lambda x: ckt.as_tensor(x, dtype="bf16")
+        o = ckt.fmha.attention(bf(q), bf(k), bf(v), bias=bf(bias), causal=True)
+        ro, _ = ref_attention(*(bhsd(from_bf16(x)) for x in (q, k, v)), bias=bias, causal=True)
+        Close.check(self, bhsd(from_bf16(o.numpy())), ro, 1e-2, 2e-2, "O bf16 with bias")
+
+    def test_alibi(self):
+        for kw in (dict(causal=True), dict(causal=True, bottom_right=True), dict(), dict(bottom_right=True),
+                   dict(window=(5, 3), bottom_right=True)):
+            self.fwd_case(alibi_shape=(4,), **kw)
+        self.fwd_case(alibi_shape=(2, 4), causal=True, bottom_right=True)
+        self.fwd_case(alibi_shape=(1, 4), layout="bhsd")
+
+    def test_backward_dbias(self):
+        b, h, hk, sq, sk, d = 2, 4, 2, 24, 40, 64
+        q, k, v, do = randn(b, sq, h, d), randn(b, sk, hk, d), randn(b, sk, hk, d), randn(b, sq, h, d)
+        for bs in ((b, h, sq, sk), (1, h, sq, sk), (b, 1, 1, sk), (sq, sk)):
+            bias = 2 * randn(*bs)
+            o, lse = ckt.fmha.attention(q, k, v, causal=True, bottom_right=True, return_lse=True, bias=bias)
+            for det in (False, True):
+                dq, dk, dv, dbias = ckt.fmha.attention_backward(q, k, v, o, do, lse, causal=True, bottom_right=True,
+                                                                deterministic=det, bias=bias, return_dbias=True)
+                rq, rk, rv, ds = ref_backward(bhsd(q), bhsd(k), bhsd(v), bhsd(o), bhsd(do), lse, causal=True,
+                                              bottom_right=True, bias=bias, want_ds=True)
+                for name, got, want in (("dq", dq, rq), ("dk", dk, rk), ("dv", dv, rv)):
+                    Close.check(self, bhsd(got), want, 1e-2, 2e-2, f"{name} with bias {bs}, det={det}")
+                want = ds.sum(axis=tuple(i for i in range(4) if ((1,) * (4 - len(bs)) + bs)[i] == 1),
+                              keepdims=True).reshape(bs)
+                self.assertEqual((dbias.shape, dbias.dtype), (bs, np.float16))
+                Close.check(self, dbias, want, 1e-2, 2e-2, f"dbias {bs}, det={det}")
+                self.assertGreater(np.abs(want).max(), 0.1)
+        # ALiBi: the gradients of q, k, v (ALiBi has none of its own)
+        sl = np.array([0.1, 0.3, 0.5, 1.0], np.float32)
+        o, lse = ckt.fmha.attention(q, k, v, return_lse=True, alibi_slopes=sl, bottom_right=True)
+        got = ckt.fmha.attention_backward(q, k, v, o, do, lse, alibi_slopes=sl, bottom_right=True)
+        want = ref_backward(bhsd(q), bhsd(k), bhsd(v), bhsd(o), bhsd(do), lse, alibi=sl, bottom_right=True)
+        for name, g, w in zip(("dq", "dk", "dv"), got, want):
+            Close.check(self, bhsd(g), w, 1e-2, 2e-2, f"{name} with ALiBi")
+
+    def test_bias_dropout_sink_together(self):
+        b, h, sq, sk, d = 1, 2, 16, 24, 32
+        q, k, v, do = randn(b, sq, h, d), randn(b, sk, h, d), randn(b, sk, h, d), randn(b, sq, h, d)
+        bias, sink = randn(b, h, sq, sk), np.array([0.5, 1.5], np.float32)
+        kw = dict(dropout_p=0.2, dropout_seed=99, dropout_offset=3, bias=bias, sink=sink, causal=True)
+        o, lse, rv = ckt.fmha.attention(q, k, v, return_lse=True, return_dropout_randval=True, **kw)
+        keep = rv >= ckt.fmha.dropout_threshold(0.2)
+        ro, rlse = ref_attention(bhsd(q), bhsd(k), bhsd(v), causal=True, bias=bias, sink=sink, keep=keep, p_drop=0.2)
+        Close.check(self, bhsd(o), ro, 2e-3, 1e-2, "O with bias, dropout and sinks")
+        Close.check(self, lse, rlse, 1e-3, 1e-3, "LSE with bias, dropout and sinks")
+        dq, dk, dv, dsink, dbias = ckt.fmha.attention_backward(q, k, v, o, do, lse, return_dbias=True, **kw)
+        rq, rk, rvv, ds = ref_backward(bhsd(q), bhsd(k), bhsd(v), bhsd(o), bhsd(do), lse, causal=True, bias=bias,
+                                       keep=keep, p_drop=0.2, want_ds=True)
+        for name, got, want in (("dq", dq, rq), ("dk", dk, rk), ("dv", dv, rvv)):
+            Close.check(self, bhsd(got), want, 1e-2, 2e-2, f"{name} with bias, dropout and sinks")
+        Close.check(self, dbias, ds, 1e-2, 2e-2, "dbias with dropout and sinks")
+        self.assertEqual(dsink.shape, (h,))
+
+    def test_varlen(self):
+        lens_q, lens_k = [5, 0, 17], [9, 4, 17]
+        cu_q, cu_k = np.cumsum([0] + lens_q).astype(np.int32), np.cumsum([0] + lens_k).astype(np.int32)
+        h, d = 2, 64
+        q, k, v, do = randn(cu_q[-1], h, d), randn(cu_k[-1], h, d), randn(cu_k[-1], h, d), randn(cu_q[-1], h, d)
+        mq, mk = max(lens_q), max(lens_k)
+        bias, sl = 2 * randn(3, h, mq, mk), np.array([[0.2, 0.7], [0.1, 0.4], [1.0, 0.3]], np.float32)
+        as4 = lambda x, s: np.asarray(x[s], np.float64).transpose(1, 0, 2)[None]
+        for kw in (dict(bias=bias), dict(alibi_slopes=sl), dict(alibi_slopes=sl, causal=True)):
+            o, lse = ckt.fmha.varlen(q, k, v, cu_q, cu_k, mq, mk, return_lse=True, **kw)
+            g = ckt.fmha.varlen_backward(q, k, v, o, do, lse, cu_q, cu_k, mq, mk, return_dbias="bias" in kw, **kw)
+            if "bias" in kw:
+                self.assertEqual(g[3].shape, (3, h, mq, mk))
+            for i in range(3):
+                qs, ks = slice(cu_q[i], cu_q[i + 1]), slice(cu_k[i], cu_k[i + 1])
+                nq, nk = lens_q[i], lens_k[i]
+                rkw = dict(causal=kw.get("causal", False), bottom_right=True,
+                           bias=bias[None, i, :, :nq, :nk] if "bias" in kw else None,
+                           alibi=sl[i] if "alibi_slopes" in kw else None)
+                ro, rlse = ref_attention(as4(q, qs), as4(k, ks), as4(v, ks), **rkw)
+                Close.check(self, as4(o, qs), ro, 2e-3, 1e-2, f"varlen O {list(kw)} entry {i}")
+                Close.check(self, lse[None, :, qs], rlse, 1e-3, 1e-3, f"varlen LSE {list(kw)} entry {i}")
+                r = ref_backward(as4(q, qs), as4(k, ks), as4(v, ks), as4(o, qs), as4(do, qs), lse[None, :, qs],
+                                 want_ds=True, **rkw)
+                for name, got, s_, want in zip(("dq", "dk", "dv"), g, (qs, ks, ks), r):
+                    Close.check(self, as4(got, s_), want, 1e-2, 2e-2, f"varlen {name} {list(kw)} entry {i}")
+                if "bias" in kw:
+                    Close.check(self, g[3][None, i, :, :nq, :nk], r[3], 1e-2, 2e-2, f"varlen dbias entry {i}")
+                    self.assertFalse(g[3][i, :, nq:].any() or g[3][i, :, :, nk:].any())  # padding: 0
+
+    def test_with_kvcache(self):
+        b, h, hk, d, cap, sq = 2, 4, 2, 64, 80, 2
+        lens = np.array([50, 77], np.int32)
+        kc, vc = randn(b, cap, hk, d), randn(b, cap, hk, d)
+        kn, vn, q = randn(b, sq, hk, d), randn(b, sq, hk, d), randn(b, sq, h, d)
+        bias = 2 * randn(b, 1, sq, cap + 3)  # wider than the cache: any width >= the keys
+        sl = np.array([0.1, 0.2, 0.4, 0.8], np.float32)
+        for kw, splits in ((dict(bias=bias), 1), (dict(bias=bias), 3), (dict(alibi_slopes=sl), 1),
+                           (dict(alibi_slopes=sl), 2), (dict(alibi_slopes=sl, causal=True), 0)):
+            k2, v2 = kc.copy(), vc.copy()
+            o = ckt.fmha.with_kvcache(q, k2, v2, kn, vn, cache_seqlens=lens, num_splits=splits, **kw)
+            for i in range(b):
+                n = lens[i] + sq
+                rkw = dict(bias=bias[None, i, :, :, :n] if "bias" in kw else None,
+                           alibi=sl if "alibi_slopes" in kw else None, causal=kw.get("causal", False))
+                ro, _ = ref_attention(bhsd(q[i:i + 1]), bhsd(k2[i:i + 1, :n]), bhsd(v2[i:i + 1, :n]),
+                                      bottom_right=True, **rkw)
+                Close.check(self, bhsd(o[i:i + 1]), ro, 2e-3, 1e-2, f"with_kvcache {list(kw)} splits {splits} {i}")
+
+    def test_errors(self):
+        q = k = v = randn(2, 8, 2, 32)
+        o, lse = ckt.fmha.attention(q, k, v, return_lse=True)
+        full = randn(2, 2, 8, 8)
+        sl = np.ones(2, np.float32)
+        for kw, text in ((dict(bias=full, alibi_slopes=sl), "alibi_slopes: given together with bias"),
+                         (dict(bias=full, softcap=5.0), "bias: set with softcap"),
+                         (dict(alibi_slopes=sl, softcap=5.0), "alibi_slopes: set with softcap"),
+                         (dict(bias=full.astype(np.float32)), "bias: dtype float32, q is float16"),
+                         (dict(bias=randn(2, 2, 8, 9)), "bias: shape (2, 2, 8, 9): key dim 9, expected 8"),
+                         (dict(bias=randn(2, 2, 8, 1)), "bias: shape (2, 2, 8, 1): key dim 1, not broadcastable"),
+                         (dict(bias=randn(3, 2, 8, 8)), "bias: shape (3, 2, 8, 8): batch 3 is neither 1 nor 2"),
+                         (dict(bias=randn(8)), "bias: shape (8,): expected 2 to 4 dims"),
+                         (dict(bias=randn(2, 2, 8, 16)[..., ::2]), "bias: strides"),
+                         (dict(alibi_slopes=np.ones(3, np.float32)), "alibi_slopes: shape (3,)"),
+                         (dict(alibi_slopes=np.ones(2, np.float16)), "alibi_slopes: dtype float16")):
+            with self.assertRaises(ckt.CktError) as cm:
+                ckt.fmha.attention(q, k, v, **kw)
+            self.assertTrue(str(cm.exception).startswith(text) or f": {text}" in str(cm.exception),
+                            f"{text!r} not in {str(cm.exception)!r}")
+        for kw, text in ((dict(return_dbias=True), "dbias: needs bias"),
+                         (dict(dbias=full), "dbias: given, but bias is None"),
+                         (dict(bias=full, dbias=randn(1, 2, 8, 8)), "dbias: float16 (1, 2, 8, 8)")):
+            with self.assertRaises(ckt.CktError) as cm:
+                ckt.fmha.attention_backward(q, k, v, o, o, lse, **kw)
+            self.assertTrue(str(cm.exception).startswith(text), str(cm.exception))
+        # a broadcast bf16 bias held as uint16 bits: no sum here
+        bf = lambda x: ckt.as_tensor(to_bf16(x), dtype="bf16")
+        qb = bf(np.asarray(q, np.float32))
+        ob, lb = ckt.fmha.attention(qb, qb, qb, return_lse=True)
+        with self.assertRaises(ckt.CktError) as cm:
+            ckt.fmha.attention_backward(qb, qb, qb, ob, ob, lb, bias=bf(np.zeros((1, 2, 8, 8), np.float32)),
+                                        return_dbias=True)
+        self.assertTrue(str(cm.exception).startswith("bias: shape (1, 2, 8, 8) broadcasts"), str(cm.exception))
+
+
 class Errors(unittest.TestCase):
     def expect(self, starts, fn, *a, **kw):
         with self.assertRaises(ckt.CktError) as cm:
@@ -471,7 +823,7 @@ class KVCache(unittest.TestCase):
         self.assertIn("cache_seqlen", e.detail)  # 14 + 4 > 16: the library's capacity check
         self.assert_err("cache_batch_idx", q, kc, kc.copy(), kn, kn,
                         cache_seqlens=np.array([0, 0], np.int32), cache_batch_idx=np.array([1, 2], np.int32))
-        self.assert_err("block_table: dtype", q, kc, kc.copy(), kn, kn, cache_seqlens=0,
+        self.assert_err("block_table: int64", q, kc, kc.copy(), kn, kn, cache_seqlens=0,
                         block_table=np.zeros((2, 2), np.int64))
         self.assert_err("cache_seqlens: None with a block_table", q, kc, kc.copy(),
                         block_table=np.zeros((2, 2), np.int32))
