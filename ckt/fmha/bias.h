@@ -134,21 +134,43 @@ CKT_INLINE CKT_DEVICE float ckt__fmha_bias_elem(const ckt_fmha_bias_params *p, i
  * s * scale + B, for entry b; tile row m is query m / pack of head
  * head0 + m % pack (pack > 1: GQA-packed rows, ckt/fmha/pack.h; else 1).
  * Call it instead of the scale's fold: the scores are then natural logits
- * (to_log2 = log2 e). */
+ * (to_log2 = log2 e).
+ *
+ * Per row slot once: the bias row's address, or ALiBi's slope and the
+ * distance of the lane's first key (register i's key is that lane's first
+ * plus lane 0's column of i, a constant once unrolled), so that an element
+ * costs a load or an add and an abs. ALiBi's values past the entry's keys
+ * or queries are finite and masked (or never stored); the tensor is not
+ * read there. */
 CKT_INLINE CKT_DEVICE void ckt_fmha_bias_scores(float *s, const ckt_fmha_bias_params *p, int b, int head0, int row0,
                                                 int n0, int wm, int bn, int lane, int pack, float scale, int bf16)
 {
-    int qi[CKT_FMHA_ROW_SLOTS_MAX], hh[CKT_FMHA_ROW_SLOTS_MAX];
+    const int c0 = ckt_fmha_acc_col(0, lane, wm, bn); /* register i's column: c0 + lane 0's */
     CKT_UNROLL
     for (int r = 0; r < CKT_FMHA_ROW_SLOTS(wm); r++) {
         const int m = row0 + ckt_fmha_acc_row(r, lane);
-        qi[r] = m / pack;
-        hh[r] = head0 + m % pack;
-    }
-    CKT_UNROLL
-    for (int i = 0; i < CKT_WARP_ACC_REGS(wm, bn); i++) {
-        const int slot = ckt_fmha_acc_slot(i, bn), j = n0 + ckt_fmha_acc_col(i, lane, wm, bn);
-        s[i] = fmaf(s[i], scale, ckt__fmha_bias_elem(p, b, hh[slot], qi[slot], j, bf16));
+        const int qi = m / pack, hh = head0 + m % pack;
+        if (p->slopes) { /* -slope |j - qi - off| */
+            const float slope = ckt_fmha_alibi_slope(p, b, hh);
+            const float d0 = (float)(n0 + c0 - qi - p->off);
+            CKT_UNROLL
+            for (int i = 0; i < CKT_WARP_ACC_REGS(wm, bn); i++) {
+                if (ckt_fmha_acc_slot(i, bn) != r)
+                    continue; /* compile-time after unrolling */
+                s[i] = fmaf(s[i], scale, -slope * fabsf(d0 + (float)ckt_fmha_acc_col(i, 0, wm, bn)));
+            }
+        } else {
+            const int in_row = qi < p->sq;
+            const uint16_t *row = p->bias + (in_row ? ckt_fmha_bias_row_offset(p, b, hh, qi) : 0) + n0 + c0;
+            const int keys = in_row ? p->sk - n0 - c0 : 0; /* the lane's columns below this are in the entry */
+            CKT_UNROLL
+            for (int i = 0; i < CKT_WARP_ACC_REGS(wm, bn); i++) {
+                if (ckt_fmha_acc_slot(i, bn) != r)
+                    continue;
+                const int cc = ckt_fmha_acc_col(i, 0, wm, bn);
+                s[i] = fmaf(s[i], scale, cc < keys ? ckt__fmha_bias_load(row + cc, bf16) : 0.0f);
+            }
+        }
     }
 }
 
