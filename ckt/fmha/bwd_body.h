@@ -647,18 +647,11 @@ CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a,
                         ckt_fmha_dropout_of(a.p_drop, a.drop_seed, a.drop_offset, a.drop_seed_offset);
                     const uint32_t bh = (uint32_t)b * (uint32_t)a.nhead_q + (uint32_t)h;
                     const float inv_cap2 = cap > 0.0f ? 1.0f / (cap * cap) : 0.0f;
-                    /* the keep bits of the lane's elements first, one Philox chain at a time (a
-                     * rolled loop: unrolled, 32 chains overlapped and spilled on sm_90) */
+                    /* the keep bits of the lane's elements first: one Philox call per (16-key
+                     * group, query) pair of the warp's tile, shared by warp shuffles */
                     CKT_STATIC_ASSERT(CKT_WARP_ACC_REGS(SWM, SWN) <= 64,
                                       "dropout's keep bits of a lane's S^T tile must fit 64 (fewer rows or more warps)");
-                    uint64_t keep = 0;
-                    CKT_UNROLL_BY(1)
-                    for (int i = 0; i < CKT_WARP_ACC_REGS(SWM, SWN); i++) {
-                        int r, c;
-                        ckt_warp_acc_coord(&r, &c, i, lane, SWM, SWN);
-                        keep |= (uint64_t)(ckt_fmha_dropout_byte(&dr, bh, q0 + sw_n + c, n0 + sw_m + r) >= dr.threshold)
-                                << i;
-                    }
+                    const uint64_t keep = ckt_fmha_dropout_keep_t(&dr, bh, q0 + sw_n, n0 + sw_m, SWM, SWN, lane);
                     CKT_UNROLL
                     for (int i = 0; i < CKT_WARP_ACC_REGS(SWM, SWN); i++) {
                         int r, c;
