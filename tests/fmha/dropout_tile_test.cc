@@ -2,7 +2,7 @@
 // (ckt_fmha_dropout_keep_t: one Philox call per (16-key group, query) pair
 // of the warp, shared by shuffles on mma.sync) against the per-element
 // function ckt_fmha_dropout_byte, bit for bit, over warp tile shapes, lanes,
-// thresholds (p = 0.5 / 256 .. 1), seeds, offsets, heads and coordinates.
+// thresholds (0: all kept .. 256: none), seeds, offsets, heads and coordinates.
 #include "ckt/fmha/dropout.h"
 #include "ckt/host.h"
 #include "ckt/tile/mma.h"
@@ -73,10 +73,11 @@ const Shape kShapes[] = {SHAPE(16, 16), SHAPE(32, 16), SHAPE(16, 32),  SHAPE(32,
 TEST(DropoutTile, KeepBitsOfTransposedTileMatchTheElementFunction)
 {
     std::vector<KeepCase> cases;
-    const float ps[] = {0.5f / 256.0f, 0.1f, 0.5f, 0.9f, 1.0f, 255.4f / 256.0f};
-    for (int k = 0; k < 24; k++) {
+    // thresholds 1, 26, 128, 230, 256 (nothing kept), 255, 0 (everything kept)
+    const float ps[] = {0.5f / 256.0f, 0.1f, 0.5f, 0.9f, 1.0f, 255.4f / 256.0f, 0.001f};
+    for (int k = 0; k < 28; k++) {
         KeepCase c;
-        c.p = ps[k % 6];
+        c.p = ps[k % 7];
         c.seed = 0x9E3779B97F4A7C15ull * (uint64_t)(k + 1);
         c.offset = ((uint64_t)k << 33) + 5 * (uint64_t)k;
         c.bh = (uint32_t)(k * 7);
@@ -123,6 +124,25 @@ TEST(DropoutTile, KeepBitsOfTransposedTileMatchTheElementFunction)
         EXPECT_GT(kept, 0);
         EXPECT_LT(kept, total);
     }
+}
+
+// The 4-byte comparison behind it, every byte against every threshold <= 255,
+// in each byte position, with the other bytes at their extremes.
+TEST(DropoutTile, BytewiseCompareIsExact)
+{
+    for (uint32_t t = 0; t < 256; t++)
+        for (uint32_t x = 0; x < 256; x++)
+            for (int pos = 0; pos < 4; pos++)
+                for (uint32_t other : {0x00u, 0x7fu, 0x80u, 0xffu, t}) {
+                    uint32_t w = 0;
+                    for (int b = 0; b < 4; b++)
+                        w |= (b == pos ? x : other) << (8 * b);
+                    const uint32_t got = ckt_fmha_dropout_ge4(w, t * 0x01010101u);
+                    uint32_t want = 0;
+                    for (int b = 0; b < 4; b++)
+                        want |= (uint32_t)(((w >> (8 * b)) & 0xffu) >= t) << (8 * b + 7);
+                    ASSERT_EQ(got, want) << "t " << t << " w 0x" << std::hex << w;
+                }
 }
 
 } // namespace
