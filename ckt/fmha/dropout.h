@@ -22,8 +22,8 @@
  *            key     = {lo32(seed), hi32(seed) ^ hi32(offset)})
  * (bytes little-endian within the 4 output words, word (j % 16) / 4). So one
  * Philox call gives 16 consecutive keys of a row; the kernels call it once
- * per 16 keys a lane holds (the forward) or once per element (the backward,
- * for now). Distinct offsets give independent masks: a training loop may
+ * per 16 keys a lane holds (the forward) or once per 16 keys a warp holds
+ * (the backward: >>tile_t, shared by warp shuffles). Distinct offsets give independent masks: a training loop may
  * simply add 1 per call (PyTorch-style larger steps are fine too).
  *
  * >>keep: element dropped when its byte < threshold, threshold =
@@ -270,6 +270,112 @@ CKT_INLINE CKT_DEVICE void ckt_fmha_dropout_tile_packed(uint32_t *pf, const ckt_
             pf[p] &= ((keep >> bit) & 1u ? 0x0000ffffu : 0u) | ((keep >> (bit + 1)) & 1u ? 0xffff0000u : 0u);
         }
     }
+}
+#endif
+
+/* >>tile_t: the keep bits of a lane's key-major tile (the backward's S^T:
+ * wm keys as rows from k0, a multiple of 16, by wn queries as columns from
+ * q0; ckt_warp_acc_coord's layout), bit i for accumulator register i (at
+ * most 64 registers). Every (16-key group, query) pair the warp holds takes
+ * one Philox call, done once per warp, not once per element:
+ *   mma.sync: a lane holds keys g and g + 8 (g = lane / 4) of each group and
+ *   wn / 4 queries that depend on t = lane % 4 alone, so the 8 lanes of one t
+ *   share all their pairs; lane (g, t) computes pairs g, g + 8, .. of them,
+ *   compares the 16 bytes with the threshold 4 at a time (ckt_fmha_dropout_ge4),
+ *   and warp shuffles (two pairs a shuffle) hand each lane bits g and g + 8 of
+ *   every pair: wm wn / 512 Philox calls a lane instead of wm wn / 32.
+ *   MFMA: a lane holds one query per 32 columns and 8 keys of each group
+ *   (bytes of words h and h + 2, h = lane / 32): one call per pair, in the
+ *   lane (8 elements a call).
+ * The mask is the same pure function of (bh, i, j) as everywhere else
+ * (tests/fmha/dropout_tile_test compares the bits with ckt_fmha_dropout_byte). */
+
+/* Bit 7 of byte b of the result: byte b of x >= byte b of y, 4 bytes at a
+ * time; y = t * 0x01010101 for a threshold t <= 255 (t = 256: callers keep
+ * nothing). The low 7 bits compare without a borrow between bytes, (x | 0x80)
+ * - (y & 0x7f) keeping bit 7 iff x % 128 >= y % 128; the high bits decide
+ * where they differ. */
+CKT_INLINE CKT_HOST_DEVICE uint32_t ckt_fmha_dropout_ge4(uint32_t x, uint32_t y)
+{
+    const uint32_t lo = (x | 0x80808080u) - (y & 0x7f7f7f7fu);
+    return ((x & ~y) | (~(x ^ y) & lo)) & 0x80808080u;
+}
+
+#if defined(CKT_HAS_MMA_SYNC)
+CKT_INLINE CKT_DEVICE uint64_t ckt_fmha_dropout_keep_t(const ckt_fmha_dropout *d, uint32_t bh, int q0, int k0,
+                                                       int wm, int wn, int lane)
+{
+    const int g = lane >> 2, t = lane & 3;
+    const int nq = wn / 4;            /* query columns of the lanes of one t */
+    const int np = (wm / 16) * nq;    /* their (group, query) pairs: p = mi nq + qq */
+    const int nk = (np + 7) / 8;      /* pairs a lane computes: p = 8 k + g (at most 4) */
+    const uint32_t y = d->threshold * 0x01010101u;
+    /* 1: this lane's pairs, one Philox chain at a time (a rolled loop: the
+     * backward sits at 255 registers). The keep bit of key 4 q + c (word q, byte c) goes to
+     * bit 8 c + q of a pair's 32 bits, so two pairs share a word: pair k at
+     * bits 32 (k / 2) + 4 (k % 2) of own */
+    uint64_t own = 0;
+    CKT_UNROLL_BY(1)
+    for (int k = 0; k < nk; k++) {
+        const int p = 8 * k + g;
+        if (p < np) {
+            const int mi = p / nq, qq = p % nq;
+            uint32_t w[4];
+            ckt_fmha_dropout_words(w, d, bh, q0 + (qq >> 1) * 8 + 2 * t + (qq & 1), (k0 >> 4) + mi);
+            const uint32_t m = ckt_fmha_dropout_ge4(w[0], y) >> 7 | ckt_fmha_dropout_ge4(w[1], y) >> 6 |
+                               ckt_fmha_dropout_ge4(w[2], y) >> 5 | ckt_fmha_dropout_ge4(w[3], y) >> 4;
+            own |= (uint64_t)m << (32 * (k >> 1) + 4 * (k & 1));
+        }
+    }
+    /* 2: pairs 16 hf + s and 16 hf + 8 + s from lane 4 s + t (32 bits of its
+     * own); keys g and g + 8 of pair (mi, qq) are bits sg = 8 (g % 4) + g / 4
+     * and sg + 2, the keep bits of registers i and i + 2,
+     * i = 4 (mi wn / 8 + qq / 2) + qq % 2 */
+    const int sg = 8 * (g & 3) + (g >> 2);
+    uint64_t keep = 0;
+    CKT_UNROLL
+    for (int hf = 0; hf < (nk + 1) / 2; hf++) {
+        const uint32_t mine = (uint32_t)(own >> (32 * hf));
+        CKT_UNROLL
+        for (int s = 0; s < 8; s++) {
+            if (16 * hf + s >= np)
+                continue; /* compile time: no pair from this lane (warp-uniform) */
+            const uint32_t v = ckt_warp_shfl_idx_u32(mine, (unsigned)(4 * s + t)) >> sg;
+            CKT_UNROLL
+            for (int e = 0; e < 2; e++) {
+                const int p = 16 * hf + 8 * e + s;
+                if (p >= np)
+                    continue; /* compile time */
+                const int mi = p / nq, qq = p % nq, i = 4 * (mi * (wn / 8) + qq / 2) + qq % 2;
+                keep |= (uint64_t)((v >> (4 * e)) & 5u) << i;
+            }
+        }
+    }
+    return d->threshold > 255u ? 0 : keep;
+}
+#else /* CKT_HAS_MFMA */
+CKT_INLINE CKT_DEVICE uint64_t ckt_fmha_dropout_keep_t(const ckt_fmha_dropout *d, uint32_t bh, int q0, int k0,
+                                                       int wm, int wn, int lane)
+{
+    const int hw = lane >> 5, tiles_n = wn / 32;
+    const uint32_t y = d->threshold * 0x01010101u;
+    uint64_t keep = 0;
+    /* accumulator tile (tm, tn), half hg: registers 16 (tm tiles_n + tn) + 8 hg
+     * + 4 j + c hold key 16 (2 tm + hg) + 8 j + 4 hw + c (byte c of word 2 j + hw);
+     * bits 7, 15, 23, 31 of ge4 to bits 28..31 by one product (no carries) */
+    CKT_UNROLL
+    for (int tile = 0; tile < (wm / 32) * tiles_n; tile++) {
+        CKT_UNROLL
+        for (int hg = 0; hg < 2; hg++) {
+            uint32_t w[4];
+            ckt_fmha_dropout_words(w, d, bh, q0 + (tile % tiles_n) * 32 + (lane & 31),
+                                   (k0 >> 4) + 2 * (tile / tiles_n) + hg);
+            const uint32_t lo = ckt_fmha_dropout_ge4(hw ? w[1] : w[0], y) * 0x00204081u;
+            const uint32_t hi = ckt_fmha_dropout_ge4(hw ? w[3] : w[2], y) * 0x00204081u;
+            keep |= (uint64_t)(lo >> 28 | hi >> 28 << 4) << (16 * tile + 8 * hg);
+        }
+    }
+    return d->threshold > 255u ? 0 : keep;
 }
 #endif
 
