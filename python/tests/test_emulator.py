@@ -165,6 +165,13 @@ def randn(*shape, dtype=np.float16):
     return RNG.standard_normal(shape).astype(dtype)
 
 
+def varlen_inputs(lens_q, lens_k, h, d, hk=None):
+    """Packed varlen inputs: cumulative offsets cu_q, cu_k (int32) and q, do [total_q][h][d], k, v [total_k][hk][d]."""
+    cu_q, cu_k = np.cumsum([0] + lens_q).astype(np.int32), np.cumsum([0] + lens_k).astype(np.int32)
+    hk = h if hk is None else hk
+    return cu_q, cu_k, randn(cu_q[-1], h, d), randn(cu_k[-1], hk, d), randn(cu_k[-1], hk, d), randn(cu_q[-1], h, d)
+
+
 def bhsd(x):
     return np.asarray(x).transpose(0, 2, 1, 3)
 
@@ -272,9 +279,8 @@ class Forward(unittest.TestCase):
 
     def test_varlen(self):
         lens_q, lens_k = [5, 0, 17, 1], [9, 4, 17, 30]
-        cu_q, cu_k = np.cumsum([0] + lens_q).astype(np.int32), np.cumsum([0] + lens_k).astype(np.int32)
         h, hk, d = 4, 2, 64
-        q, k, v = randn(cu_q[-1], h, d), randn(cu_k[-1], hk, d), randn(cu_k[-1], hk, d)
+        cu_q, cu_k, q, k, v, _ = varlen_inputs(lens_q, lens_k, h, d, hk)
         o, lse = ckt.fmha.varlen(q, k, v, cu_q, cu_k, max(lens_q), max(lens_k), causal=True, return_lse=True)
         self.assertEqual((o.shape, lse.shape), ((cu_q[-1], h, d), (h, cu_q[-1])))
         for i in range(len(lens_q)):
@@ -431,9 +437,8 @@ class Dropout(unittest.TestCase):
 
     def test_varlen(self):
         lens_q, lens_k = [7, 0, 20], [9, 5, 20]
-        cu_q, cu_k = np.cumsum([0] + lens_q).astype(np.int32), np.cumsum([0] + lens_k).astype(np.int32)
         h, d = 2, 32
-        q, k, v, do = randn(cu_q[-1], h, d), randn(cu_k[-1], h, d), randn(cu_k[-1], h, d), randn(cu_q[-1], h, d)
+        cu_q, cu_k, q, k, v, do = varlen_inputs(lens_q, lens_k, h, d)
         mq, mk = max(lens_q), max(lens_k)
         o, lse, rv = ckt.fmha.varlen(q, k, v, cu_q, cu_k, mq, mk, causal=True, return_lse=True,
                                      return_dropout_randval=True, **self.kw())
@@ -592,9 +597,8 @@ class Bias(unittest.TestCase):
 
     def test_varlen(self):
         lens_q, lens_k = [5, 0, 17], [9, 4, 17]
-        cu_q, cu_k = np.cumsum([0] + lens_q).astype(np.int32), np.cumsum([0] + lens_k).astype(np.int32)
         h, d = 2, 64
-        q, k, v, do = randn(cu_q[-1], h, d), randn(cu_k[-1], h, d), randn(cu_k[-1], h, d), randn(cu_q[-1], h, d)
+        cu_q, cu_k, q, k, v, do = varlen_inputs(lens_q, lens_k, h, d)
         mq, mk = max(lens_q), max(lens_k)
         bias, sl = 2 * randn(3, h, mq, mk), np.array([[0.2, 0.7], [0.1, 0.4], [1.0, 0.3]], np.float32)
         as4 = lambda x, s: np.asarray(x[s], np.float64).transpose(1, 0, 2)[None]
