@@ -255,9 +255,14 @@ typedef struct ckt_fmha_bwd_args {
      *   dbias[b*dbias_stride_b + h*dbias_stride_h + i*dbias_stride_s + j] = dS[b][h][i][j]
      * for every logical (b, h, i, j) of the entries (written, not
      * accumulated; 0 where the mask hides (i, j); padding untouched).
-     * Needs bias; no broadcast: dbias_stride_b (batch > 1) and
-     * dbias_stride_h (nhead_q > 1) must be nonzero (reduce over a broadcast
-     * dimension afterwards). ALiBi has no gradient. */
+     * Broadcast (a bias shared by the entries or the heads): a zero
+     * dbias_stride_b (batch > 1) and / or dbias_stride_h (nhead_q > 1)
+     * gives dbias reduced to that shape, the sum of dS over the broadcast
+     * dimensions, in a fixed order (bitwise reproducible), rows i <
+     * seqlen_q and keys j < seqlen_k (the maxima; an element no entry
+     * reaches is 0). It needs the planner's dS section (traits.dbias_reduce,
+     * set by ckt_fmha_bwd_traits_of) and runs one more stage, dbias_reduce
+     * (ckt/fmha/workspace.h). Needs bias; ALiBi has no gradient. */
     const void *bias; /* optional, device, dtype; NULL: none */
     int64_t bias_stride_b, bias_stride_h, bias_stride_s;
     const float *alibi_slopes; /* optional, device, fp32; NULL: none */

@@ -12,7 +12,8 @@
  *   ckt_status NAME_run(const ckt_fmha_bwd_plan *plan, const ckt_fmha_bwd_args *a, ckt_stream s);
  *   int        NAME_fits(const ckt_fmha_bwd_args *a);
  * and the kernels NAME_dot_do_o_kernel, NAME_dq_dk_dv_kernel (and _dq_dk_dv_drop_kernel with
- * dropout, _dq_dk_dv_bias_kernel with bias or ALiBi; NAME_dbias_zero_kernel before it with dbias),
+ * dropout, _dq_dk_dv_bias_kernel with bias or ALiBi; NAME_dbias_zero_kernel before it with dbias,
+ * NAME_dbias_reduce_kernel after it with a broadcast dbias),
  * NAME_convert_dq_kernel and NAME_dsink_kernel (attention sinks), then #undefs the parameters (several instances per
  * translation unit are fine). Arguments: ckt_fmha_bwd_args (ckt/fmha/args.h);
  * workspace: ckt/fmha/workspace.h (NAME_plan, then ckt_fmha_bwd_prepare or
@@ -39,7 +40,10 @@
  *                  over every row of head h, a fixed-order reduction. The
  *                  sinks change nothing else: LSE already holds them.)
  *   (dbias:        with bias and dbias, dbias = dS, stored by the _bias kernel
- *                  where it computes dS; dbias_zero before it zeroes the rest.)
+ *                  where it computes dS; dbias_zero before it zeroes the rest.
+ *                  A broadcast dbias (a zero batch or head stride): both write
+ *                  the workspace's dS section instead, and dbias_reduce sums it
+ *                  over the broadcast entries / heads in a fixed order.)
  * Deterministic mode: a persistent grid whose blocks own contiguous unit
  * ranges (the plan's partition); a block adds its dQ contributions to its own
  * slot without atomics. Otherwise one block per unit, dQ by fp32 atomics.
@@ -397,6 +401,49 @@ CKT_INLINE CKT_DEVICE void ckt__fmha_bwd_dbias_zero(const ckt_fmha_bwd_args *a)
     }
 }
 
+/* >>device: a broadcast dbias (ckt_fmha_bwd_dbias_reduces): rows x *
+ * CKT__FB_ROWS_PER_BLOCK .. of dbias's (entry bo, head ho) = (block z,
+ * block y), each element the sum, in a fixed order (entries, then heads), of
+ * dS[b][h][i][j] in the workspace's dS section (written by dq_dk_dv and
+ * dbias_zero over each entry's logical (i, j)) for the entries and heads it
+ * stands for; fp32 sums, one rounding. Rows i < seqlen_q and keys j <
+ * seqlen_k (the maxima) when entries are reduced, else entry bo's own. */
+CKT_INLINE CKT_DEVICE void ckt__fmha_bwd_dbias_reduce(const ckt_fmha_bwd_args *a, int bf16)
+{
+    const ckt_fmha_bwd_meta *m = ckt__fmha_bwd_meta(a);
+    if (!m || m->dbias_offset == 0)
+        return;
+    const int bo = (int)ckt_block_idx_z(), ho = (int)ckt_block_idx_y(), t = (int)ckt_thread_idx_x();
+    const int over_b = a->batch > 1 && a->dbias_stride_b == 0, over_h = a->nhead_q > 1 && a->dbias_stride_h == 0;
+    const int b_lo = over_b ? 0 : bo, b_hi = over_b ? a->batch : bo + 1;
+    const int h_lo = over_h ? 0 : ho, h_hi = over_h ? a->nhead_q : ho + 1;
+    /* dS[b][h][i][j] at ((b nhead_q + h) seqlen_q + i) seqlen_k + j */
+    const uint16_t *ds = (const uint16_t *)((const char *)a->workspace + m->dbias_offset);
+    int nq = a->seqlen_q, nk = a->seqlen_k;
+    if (!over_b) {
+        const ckt_fmha_seq s = ckt__fmha_bwd_seq(a, bo);
+        nq = s.sq;
+        nk = s.sk;
+    }
+    const int i0 = (int)ckt_block_idx_x() * CKT__FB_ROWS_PER_BLOCK;
+    for (int i = i0; i < i0 + CKT__FB_ROWS_PER_BLOCK && i < nq; i++) {
+        uint16_t *row = (uint16_t *)a->dbias + (int64_t)bo * a->dbias_stride_b + (int64_t)ho * a->dbias_stride_h +
+                        (int64_t)i * a->dbias_stride_s;
+        for (int j = t; j < nk; j += CKT__FB_ROW_THREADS) {
+            float acc = 0.0f;
+            for (int b = b_lo; b < b_hi; b++) {
+                const ckt_fmha_seq s = ckt__fmha_bwd_seq(a, b);
+                if (i >= s.sq || j >= s.sk)
+                    continue; /* outside entry b: no dS */
+                for (int h = h_lo; h < h_hi; h++)
+                    acc += ckt__fmha_bwd_load16(ds + (((int64_t)b * a->nhead_q + h) * a->seqlen_q + i) * a->seqlen_k + j,
+                                                bf16);
+            }
+            row[j] = ckt__fmha_bwd_store16(acc, bf16);
+        }
+    }
+}
+
 /* >>device: a warp's accumulator tile to global memory, rows < nrows and
  * columns < ncols of the window starting at p (row stride ss), times mul. */
 CKT_INLINE CKT_DEVICE void ckt__fmha_bwd_store_acc(uint16_t *p, int64_t ss, const float *acc, int row0, int col0,
@@ -437,6 +484,11 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dsink_kernel), ckt_fmha_bwd_args, a, CKT__FB_ROW_T
 CKT_KERNEL_BOUNDS(CKT__FB_FN(_dbias_zero_kernel), ckt_fmha_bwd_args, a, CKT__FB_ROW_THREADS)
 {
     ckt__fmha_bwd_dbias_zero(&a);
+}
+
+CKT_KERNEL_BOUNDS(CKT__FB_FN(_dbias_reduce_kernel), ckt_fmha_bwd_args, a, CKT__FB_ROW_THREADS)
+{
+    ckt__fmha_bwd_dbias_reduce(&a, CKT__FB_BF16);
 }
 
 #if CKT__FB_SUPPORTED
@@ -851,6 +903,13 @@ static inline ckt_status ckt_fmha_bwd_check_plan(const ckt_fmha_bwd_plan *p, con
     CKT__FB_SAME(mask, mask)
     CKT__FB_SAME(deterministic, deterministic)
 #undef CKT__FB_SAME
+    if (ckt_fmha_bwd_dbias_reduces(a) != t->dbias_reduce)
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
+                         "dbias: %s, but the plan's traits have dbias_reduce = %d (make the plan from "
+                         "ckt_fmha_bwd_traits_of, or set traits.dbias_reduce = %d)",
+                         ckt_fmha_bwd_dbias_reduces(a) ? "broadcast (a zero batch or head stride): its elements are sums"
+                                                       : "not broadcast",
+                         t->dbias_reduce, ckt_fmha_bwd_dbias_reduces(a));
     if (a->seqlen_q > t->max_seqlen_q || a->seqlen_k > t->max_seqlen_k)
         return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "%s: %d exceeds the plan's max_%s %d",
                          a->seqlen_q > t->max_seqlen_q ? "seqlen_q" : "seqlen_k",
@@ -919,13 +978,32 @@ static inline ckt_status CKT__FB_FN(_run)(const ckt_fmha_bwd_plan *plan, const c
     const ckt_dim3 rows_block = ckt_dim3_make(CKT__FB_ROW_THREADS, 1, 1);
     if (a->seqlen_q > 0)
         CKT__FMHA_TRY(ckt_rt_launch(CKT_KERNEL_REF(CKT__FB_FN(_dot_do_o_kernel)), rows_grid, rows_block, 0, stream, a));
+    /* a broadcast dbias: dS into the workspace's dS section, summed by dbias_reduce below */
+    ckt_fmha_bwd_args k = *a;
+    if (plan->traits.dbias_reduce) {
+        if (a->workspace_bytes < plan->dbias_offset + plan->dbias_bytes)
+            return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
+                             "workspace_bytes: %zu, but the broadcast dbias's dS section ends at %zu "
+                             "(ckt_fmha_bwd_workspace_upper_bound)",
+                             a->workspace_bytes, plan->dbias_offset + plan->dbias_bytes);
+        k.dbias = (char *)a->workspace + plan->dbias_offset;
+        k.dbias_stride_s = a->seqlen_k;
+        k.dbias_stride_h = (int64_t)a->seqlen_q * a->seqlen_k;
+        k.dbias_stride_b = (int64_t)a->nhead_q * k.dbias_stride_h;
+    }
     if (a->dbias && a->seqlen_q > 0 && a->seqlen_k > 0) /* zeros where the mask hides (i, j); dq_dk_dv writes the rest */
-        CKT__FMHA_TRY(ckt_rt_launch(CKT_KERNEL_REF(CKT__FB_FN(_dbias_zero_kernel)), rows_grid, rows_block, 0, stream, a));
+        CKT__FMHA_TRY(ckt_rt_launch(CKT_KERNEL_REF(CKT__FB_FN(_dbias_zero_kernel)), rows_grid, rows_block, 0, stream, &k));
     CKT__FMHA_TRY(ckt_rt_launch(a->bias || a->alibi_slopes ? CKT_KERNEL_REF(CKT__FB_FN(_dq_dk_dv_bias_kernel))
                                 : a->p_drop > 0.0f             ? CKT_KERNEL_REF(CKT__FB_FN(_dq_dk_dv_drop_kernel))
                                                                : CKT_KERNEL_REF(CKT__FB_FN(_dq_dk_dv_kernel)),
                                 ckt_dim3_make((unsigned)plan->grid, 1, 1),
-                                ckt_dim3_make(CKT__FB_T, 1, 1), CKT__FB_FN(_smem_bytes)(), stream, a));
+                                ckt_dim3_make(CKT__FB_T, 1, 1), CKT__FB_FN(_smem_bytes)(), stream, &k));
+    if (plan->traits.dbias_reduce && a->seqlen_q > 0 && a->seqlen_k > 0) /* dbias = dS summed over the broadcast */
+        CKT__FMHA_TRY(ckt_rt_launch(CKT_KERNEL_REF(CKT__FB_FN(_dbias_reduce_kernel)),
+                                    ckt_dim3_make((unsigned)CKT_CEIL_DIV(a->seqlen_q, CKT__FB_ROWS_PER_BLOCK),
+                                                  a->dbias_stride_h == 0 ? 1u : (unsigned)a->nhead_q,
+                                                  a->dbias_stride_b == 0 ? 1u : (unsigned)a->batch),
+                                    rows_block, 0, stream, a));
     if (a->seqlen_q > 0)
         CKT__FMHA_TRY(ckt_rt_launch(CKT_KERNEL_REF(CKT__FB_FN(_convert_dq_kernel)), rows_grid, rows_block, 0, stream, a));
     if (a->dsink) /* after dot_do_o's D; one block per query head */

@@ -44,11 +44,12 @@ typedef enum ckt_fmha_stage {
     CKT_FMHA_STAGE_DQ_DK_DV = 5,   /* the gradients, dQ into fp32 slots */
     CKT_FMHA_STAGE_CONVERT_DQ = 6, /* dQ = scale * sum of the slots */
     CKT_FMHA_STAGE_DSINK = 7,      /* attention sinks' gradient (reads dot_do_o's D), last */
-    CKT_FMHA_STAGE_COUNT = 8
+    CKT_FMHA_STAGE_DBIAS_REDUCE = 8, /* a broadcast dbias: dS summed over the broadcast entries / heads */
+    CKT_FMHA_STAGE_COUNT = 9
 } ckt_fmha_stage;
 
 /* "attention", "attention_partials", "combine", "appendkv", "dot_do_o",
- * "dq_dk_dv", "convert_dq", "dsink"; "?" otherwise. */
+ * "dq_dk_dv", "convert_dq", "dsink", "dbias_reduce"; "?" otherwise. */
 const char *ckt_fmha_stage_name(int stage);
 
 /* A forward plan. Plain data (copy it freely); valid for calls with the

@@ -51,7 +51,9 @@
  *
  * Bias: dbias_ij = dS_ij (ckt_ref_fmha_bwd_ex's dbias_ref, fp32 at the
  * view's dbias_stride_* offsets, every logical (b, h, i, j) written, 0
- * where the mask hides it).
+ * where the mask hides it); with a zero dbias_stride_b or _h (a broadcast
+ * dbias) the sum of dS over the entries / heads that share an element (a
+ * row of entry b only adds where i < its sq and j < its sk).
  *
  * Nothing to do (success, nothing written): batch = 0, nhead_q = 0, or
  * seqlen_q = seqlen_k = 0. Limitations: O(sq * sk * (hdim_q + hdim_v)) per head, for tests, not speed.
@@ -440,9 +442,6 @@ static inline void ckt__ref_fmha_bwd_row(ckt__ref_fmha_bwd_scratch *w, const ckt
     const int dq = sm->hdim_q, dv = sm->hdim_v;
     for (int d = 0; d < dq; d++)
         w->dq[d] = 0.0;
-    if (br->dbias)
-        for (int j = 0; j < m->sk; j++)
-            br->dbias[j] = 0.0f;
     if (lse == -INFINITY)
         return; /* the forward saw no key: P = 0 */
     for (int j = 0; j < m->sk; j++) {
@@ -462,7 +461,7 @@ static inline void ckt__ref_fmha_bwd_row(ckt__ref_fmha_bwd_scratch *w, const ckt
         const double zs = sm->drop ? (double)ckt_fmha_dropout_factor(&sm->dr, bh, i, j) : 1.0; /* Z_ij / (1 - p) */
         const double ds = p * (zs * dp - D) * ds_dx;                  /* dS_ij, w.r.t. x_ij */
         if (br->dbias)
-            br->dbias[j] = (float)ds; /* dbias_ij = dS_ij */
+            br->dbias[j] += (float)ds; /* dbias_ij = dS_ij (summed where dbias broadcasts) */
         ckt__ref_fmha_bwd_axpy(w->dv + (size_t)j * dv, p * zs, w->dout, dv); /* dV[j] += P_ij zs_ij dO[i] */
         ckt__ref_fmha_bwd_axpy(w->dk + (size_t)j * dq, ds, w->q, dq);   /* dK[j] += dS_ij Q[i] */
         ckt__ref_fmha_bwd_axpy(w->dq, ds, kj, dq);                      /* dQ[i] += dS_ij K[j] */
@@ -577,6 +576,15 @@ static inline ckt_status ckt_ref_fmha_bwd_ex(const ckt_fmha_bwd_args *h, float *
     out.dv = dv_ref;
     out.d = d_ref_or_null;
     out.dbias = dbias_ref_or_null;
+    if (out.dbias) /* zeroed first, then each (b, head, i) row adds its dS: sums where dbias broadcasts */
+        for (int b = 0; b < h->batch; b++) {
+            const ckt_fmha_seq e = ckt__ref_fmha_bwd_entry(h, b);
+            for (int head = 0; head < h->nhead_q; head++)
+                for (int i = 0; i < e.sq; i++)
+                    memset(out.dbias + (int64_t)b * h->dbias_stride_b + (int64_t)head * h->dbias_stride_h +
+                               (int64_t)i * h->dbias_stride_s,
+                           0, (size_t)e.sk * sizeof(float));
+        }
     for (int b = 0; b < h->batch; b++) {
         const ckt_fmha_seq e = ckt__ref_fmha_bwd_entry(h, b);
         for (int hk = 0; hk < h->nhead_k; hk++)

@@ -76,7 +76,7 @@ enum { CKT_FMHA_FEATURE_TABLE(CKT__FMHA_FEATURE_ENUM) };
 const char *ckt_fmha_feature_name(int bit);
 
 /* Stages in launch order, the most any instance has. */
-#define CKT_FMHA_MAX_STAGES 4
+#define CKT_FMHA_MAX_STAGES 5
 
 /* One compiled instance. */
 typedef struct ckt_fmha_registry_entry {

@@ -50,7 +50,7 @@
  * Both: bias and ALiBi (before the empty test, ckt__fmha_check_bias): not
  * both, not with a soft-cap; bias 2-byte aligned, strides >= 0; slopes
  * 4-byte aligned, alibi_stride_b >= 0. Backward's dbias: needs bias, 2-byte
- * aligned, no broadcast (nonzero batch / head strides), no overlap.
+ * aligned, no overlap but for broadcast (zero) batch / head strides.
  * Not checked: that different tensors do not overlap each other, that device
  * arrays are readable (GPU backends), grid limits (the launcher's).
  */
@@ -669,9 +669,10 @@ static inline ckt_status ckt__fmha_check_bias(const void *bias, int64_t sb, int6
     return CKT_SUCCESS;
 }
 
-/* The backward's dbias: only with bias; 2-byte aligned; a full
- * [batch][nhead_q][seqlen_q][seqlen_k] layout whose elements are distinct
- * (a zero batch or head stride would ask for a reduction: not supported). */
+/* The backward's dbias: only with bias; 2-byte aligned; a
+ * [batch][nhead_q][seqlen_q][seqlen_k] layout whose elements are distinct,
+ * but for a zero batch or head stride: a broadcast dimension, reduced
+ * (ckt_fmha_bwd_dbias_reduces, the dbias_reduce stage). */
 static inline ckt_status ckt__fmha_check_dbias(const ckt_fmha_bwd_args *a)
 {
     if (!a->dbias)
@@ -683,19 +684,11 @@ static inline ckt_status ckt__fmha_check_dbias(const ckt_fmha_bwd_args *a)
     CKT__FMHA_TRY(ckt__fmha_check_stride(a->dbias_stride_b, "dbias_stride_b", 2, 0));
     CKT__FMHA_TRY(ckt__fmha_check_stride(a->dbias_stride_h, "dbias_stride_h", 2, 0));
     CKT__FMHA_TRY(ckt__fmha_check_stride(a->dbias_stride_s, "dbias_stride_s", 2, 0));
-    if (a->batch > 1 && a->dbias_stride_b == 0)
-        return ckt__fail(CKT_ERROR_UNSUPPORTED,
-                         "dbias: dbias_stride_b 0 broadcasts over %d batch entries; a broadcast dbias needs a "
-                         "reduction (not supported: give a full [batch][nhead_q][seqlen_q][seqlen_k] dbias and sum it)",
-                         a->batch);
-    if (a->nhead_q > 1 && a->dbias_stride_h == 0)
-        return ckt__fail(CKT_ERROR_UNSUPPORTED,
-                         "dbias: dbias_stride_h 0 broadcasts over %d heads; a broadcast dbias needs a reduction (not "
-                         "supported: give a full [batch][nhead_q][seqlen_q][seqlen_k] dbias and sum it)",
-                         a->nhead_q);
-    ckt_fmha_dim dims[4];
-    dims[0].stride = a->dbias_stride_b, dims[0].extent = a->batch, dims[0].name = "dbias_stride_b", dims[0].what = "entries";
-    dims[1].stride = a->dbias_stride_h, dims[1].extent = a->nhead_q, dims[1].name = "dbias_stride_h", dims[1].what = "heads";
+    ckt_fmha_dim dims[4]; /* a broadcast dimension (stride 0) has one element */
+    dims[0].stride = a->dbias_stride_b, dims[0].extent = a->dbias_stride_b ? a->batch : 1;
+    dims[0].name = "dbias_stride_b", dims[0].what = "entries";
+    dims[1].stride = a->dbias_stride_h, dims[1].extent = a->dbias_stride_h ? a->nhead_q : 1;
+    dims[1].name = "dbias_stride_h", dims[1].what = "heads";
     dims[2].stride = a->dbias_stride_s, dims[2].extent = a->seqlen_q, dims[2].name = "dbias_stride_s", dims[2].what = "rows";
     dims[3].stride = 1, dims[3].extent = a->seqlen_k, dims[3].name = "seqlen_k", dims[3].what = "keys";
     return ckt_fmha_check_disjoint(dims, 4);

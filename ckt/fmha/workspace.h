@@ -35,6 +35,14 @@
  *                          dq_start[b] + (s * nhead_q + h) * rows16 * ld; row i, column d
  *                          at ckt_acc_offset(ld, i, d) from there
  *   [d_offset, +D)       D fp32: D[h][q_row_start[b] + i], h-major over total_q_rows
+ *   [dbias_offset, +dS)  only with a broadcast dbias (traits.dbias_reduce): dS in the
+ *                          args' dtype, [batch][nhead_q][seqlen_q][seqlen_k] (the
+ *                          args' maxima), written by dq_dk_dv in place of dbias; the
+ *                          dbias_reduce stage sums it over the broadcast dimensions
+ *                          into dbias, in a fixed order (bitwise reproducible).
+ *                          dbias_offset comes from the plan alone (after the upper
+ *                          bound of the sections above), so with it the exact size is
+ *                          dbias_offset + batch * nhead_q * max_seqlen_q * max_seqlen_k * 2.
  *
  * meta_bytes depends on the plan only (batch, grid, persistent), so the accumulator's
  * offset is known before the seqstarts are.
@@ -112,6 +120,9 @@ typedef struct ckt_fmha_bwd_traits {
     int deterministic;
     int multiprocessors; /* 0: the current device's (ckt_rt_multiprocessors) */
     int dsink;           /* 1: attention sinks' gradient (args.dsink): the dsink stage runs */
+    int dbias_reduce;    /* 1: dbias broadcasts over entries or heads (a zero dbias_stride_b with
+                          * batch > 1, or dbias_stride_h with nhead_q > 1): dS goes through the
+                          * workspace and the dbias_reduce stage sums it (ckt_fmha_bwd_dbias_reduces) */
 } ckt_fmha_bwd_traits;
 
 /* A plan: the traits and what the instance and the device add. Made by
@@ -128,6 +139,8 @@ typedef struct ckt_fmha_bwd_plan {
     size_t meta_bytes;  /* the metadata section (depends on batch and grid only) */
     size_t staging_bytes; /* the pinned staging buffer of ckt_fmha_bwd_prepare_async */
     const void *instance; /* the dispatcher's instance (NULL for plan_make) */
+    size_t dbias_offset;  /* traits.dbias_reduce: the dS section (see the layout above); else 0 */
+    size_t dbias_bytes;   /* its bytes; else 0 */
 } ckt_fmha_bwd_plan;
 
 /* The metadata header at the workspace's start (device and host view). */
@@ -141,6 +154,7 @@ typedef struct ckt_fmha_bwd_meta {
     int64_t total_q_rows; /* sum of logical seqlen_q */
     int64_t d_offset;     /* bytes from the workspace start to D */
     int64_t need_bytes;   /* the exact workspace size these lengths need */
+    int64_t dbias_offset; /* bytes from the workspace start to the dS section; 0: none */
 } ckt_fmha_bwd_meta;
 
 /* >>device view of the metadata */
@@ -202,6 +216,14 @@ CKT_INLINE CKT_HOST_DEVICE int ckt_fmha_bwd_find(const int64_t *a, int n, int64_
     return lo;
 }
 
+/* 1 when a's dbias broadcasts over entries or heads (a zero stride where
+ * there are several), so that its elements are sums of dS: the backward
+ * then needs traits.dbias_reduce (the dS section and the dbias_reduce stage). */
+static inline int ckt_fmha_bwd_dbias_reduces(const ckt_fmha_bwd_args *a)
+{
+    return a->dbias && ((a->batch > 1 && a->dbias_stride_b == 0) || (a->nhead_q > 1 && a->dbias_stride_h == 0));
+}
+
 /* The traits of one call: its own sizes as the maxima (seqlen_q / seqlen_k),
  * the device's multiprocessors. What ckt_fmha_bwd plans with; a training
  * loop that varies its lengths plans once from larger maxima instead. */
@@ -222,6 +244,7 @@ static inline ckt_fmha_bwd_traits ckt_fmha_bwd_traits_of(const ckt_fmha_bwd_args
     t.window_right = a->window_right;
     t.deterministic = a->deterministic;
     t.dsink = a->dsink != NULL;
+    t.dbias_reduce = ckt_fmha_bwd_dbias_reduces(a);
     return t;
 }
 
@@ -320,6 +343,15 @@ static inline void *ckt__fmha_bwd_staging_meta(void *staging, int batch)
 
 /* >>host: plan */
 
+/* Bytes of the metadata, dq_acc and D sections for any lengths within the
+ * plan's maxima (the group-mode upper bound; see below). */
+static inline size_t ckt__fmha_bwd_sections_bound(const ckt_fmha_bwd_plan *p)
+{
+    const int64_t rows = (int64_t)p->traits.batch * p->traits.max_seqlen_q;
+    return p->meta_bytes + CKT__FMHA_BWD_ROUND((size_t)ckt__fmha_bwd_dq_bound(p) * sizeof(float)) +
+           (size_t)rows * (size_t)p->traits.nhead_q * sizeof(float);
+}
+
 /* Fills plan for traits t and an instance whose dq_dk_dv block takes block_m
  * query rows per step and block_n keys per unit, blocks_per_mp of them
  * resident per multiprocessor. t->multiprocessors = 0 asks the current device
@@ -356,6 +388,8 @@ static inline ckt_status ckt_fmha_bwd_plan_make(ckt_fmha_bwd_plan *plan, const c
                   "must be 0 or 1")
     CKT__WS_CHECK(t->multiprocessors >= 0, "traits.multiprocessors", t->multiprocessors,
                   "must be >= 0 (0: the device's)")
+    CKT__WS_CHECK(t->dbias_reduce == 0 || t->dbias_reduce == 1, "traits.dbias_reduce", t->dbias_reduce,
+                  "must be 0 or 1")
 #undef CKT__WS_CHECK
     plan->traits = *t;
     if (t->multiprocessors == 0) {
@@ -391,6 +425,17 @@ static inline ckt_status ckt_fmha_bwd_plan_make(ckt_fmha_bwd_plan *plan, const c
                          "ckt_fmha_bwd_plan_make: the workspace for batch %d x max_seqlen_q %d x nhead_q %d x "
                          "hdim_q %d overflows",
                          t->batch, t->max_seqlen_q, t->nhead_q, t->hdim_q);
+    if (t->dbias_reduce) { /* the dS section, after the sections' upper bound (plan-only) */
+        const int64_t ds = ckt__fmha_bwd_mul(ckt__fmha_bwd_mul((int64_t)t->batch * t->nhead_q, t->max_seqlen_q),
+                                             (int64_t)t->max_seqlen_k * 2);
+        if (ds < 0 || ds > INT64_MAX / 4)
+            return ckt__fail(CKT_ERROR_UNSUPPORTED,
+                             "ckt_fmha_bwd_plan_make: dbias_reduce's dS section for batch %d x nhead_q %d x "
+                             "max_seqlen_q %d x max_seqlen_k %d overflows",
+                             t->batch, t->nhead_q, t->max_seqlen_q, t->max_seqlen_k);
+        plan->dbias_offset = CKT__FMHA_BWD_ROUND(ckt__fmha_bwd_sections_bound(plan));
+        plan->dbias_bytes = (size_t)ds;
+    }
     return CKT_SUCCESS;
 }
 
@@ -413,9 +458,9 @@ static inline size_t ckt_fmha_bwd_workspace_upper_bound(const ckt_fmha_bwd_plan 
     size_t exact = 0;
     if (!p->traits.group_mode && ckt_fmha_bwd_workspace_size(p, NULL, NULL, NULL, NULL, &exact) == CKT_SUCCESS)
         return exact;
-    const int64_t rows = (int64_t)p->traits.batch * p->traits.max_seqlen_q;
-    return p->meta_bytes + CKT__FMHA_BWD_ROUND((size_t)ckt__fmha_bwd_dq_bound(p) * sizeof(float)) +
-           (size_t)rows * (size_t)p->traits.nhead_q * sizeof(float);
+    if (p->traits.dbias_reduce) /* the dS section lies past the others' bound */
+        return p->dbias_offset + p->dbias_bytes;
+    return ckt__fmha_bwd_sections_bound(p);
 }
 
 /* >>host: pack */
@@ -664,6 +709,10 @@ static inline ckt_status ckt_fmha_bwd_pack(const ckt_fmha_bwd_plan *p, const int
     m->total_q_rows = q_row_start[B];
     m->d_offset = (int64_t)(p->meta_bytes + CKT__FMHA_BWD_ROUND((size_t)dq_start[B] * sizeof(float)));
     m->need_bytes = m->d_offset + (int64_t)sizeof(float) * t->nhead_q * m->total_q_rows;
+    if (t->dbias_reduce) { /* the dS section at its plan-fixed offset */
+        m->dbias_offset = (int64_t)p->dbias_offset;
+        m->need_bytes = (int64_t)(p->dbias_offset + p->dbias_bytes);
+    }
     return CKT_SUCCESS;
 }
 
@@ -975,8 +1024,15 @@ static inline ckt_status ckt_fmha_bwd_check_prepared(const void *meta, size_t by
     }
     CKT__WS_REQUIRE(m->d_offset >= (int64_t)(mb + (size_t)ds[B] * sizeof(float)) && m->d_offset % CKT_FMHA_WS_ALIGN == 0,
                     "d_offset %lld is inside dq_acc or misaligned", (long long)m->d_offset);
-    CKT__WS_REQUIRE(m->need_bytes == m->d_offset + (int64_t)sizeof(float) * m->nhead_q * m->total_q_rows,
-                    "need_bytes %lld != d_offset + D", (long long)m->need_bytes);
+    if (m->dbias_offset == 0) {
+        CKT__WS_REQUIRE(m->need_bytes == m->d_offset + (int64_t)sizeof(float) * m->nhead_q * m->total_q_rows,
+                        "need_bytes %lld != d_offset + D", (long long)m->need_bytes);
+    } else {
+        CKT__WS_REQUIRE(m->dbias_offset >= m->d_offset + (int64_t)sizeof(float) * m->nhead_q * m->total_q_rows &&
+                            m->dbias_offset % CKT_FMHA_WS_ALIGN == 0 && m->need_bytes >= m->dbias_offset,
+                        "dbias_offset %lld is inside D or misaligned, or need_bytes %lld does not pass it",
+                        (long long)m->dbias_offset, (long long)m->need_bytes);
+    }
 #undef CKT__WS_REQUIRE
     return CKT_SUCCESS;
 }

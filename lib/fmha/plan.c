@@ -9,7 +9,8 @@
 const char *ckt_fmha_stage_name(int stage)
 {
     static const char *const names[CKT_FMHA_STAGE_COUNT] = {
-        "attention", "attention_partials", "combine", "appendkv", "dot_do_o", "dq_dk_dv", "convert_dq", "dsink"};
+        "attention", "attention_partials", "combine", "appendkv", "dot_do_o", "dq_dk_dv", "convert_dq", "dsink",
+        "dbias_reduce"};
     return stage >= 0 && stage < CKT_FMHA_STAGE_COUNT ? names[stage] : "?";
 }
 
@@ -95,18 +96,22 @@ size_t ckt_fmha_fwd_plan_json(const ckt_fmha_fwd_plan *plan, char *buf, size_t s
     return o.len;
 }
 
-/* >>backward: three stages, and dsink last with attention sinks (bwd_body.h launches it after convert_dq) */
+/* >>backward: three stages; dbias_reduce after dq_dk_dv with a broadcast
+ * dbias, dsink last with attention sinks (the order bwd_body.h launches them) */
 
 int ckt_fmha_bwd_plan_stages(const ckt_fmha_bwd_plan *plan, ckt_fmha_stage *stages, int max)
 {
-    static const ckt_fmha_stage plain[3] = {CKT_FMHA_STAGE_DOT_DO_O, CKT_FMHA_STAGE_DQ_DK_DV,
-                                            CKT_FMHA_STAGE_CONVERT_DQ};
-    static const ckt_fmha_stage sink[4] = {CKT_FMHA_STAGE_DOT_DO_O, CKT_FMHA_STAGE_DQ_DK_DV,
-                                           CKT_FMHA_STAGE_CONVERT_DQ, CKT_FMHA_STAGE_DSINK};
     if (!plan)
         return 0;
-    const ckt_fmha_stage *order = plan->traits.dsink ? sink : plain;
-    const int n = plan->traits.dsink ? 4 : 3;
+    ckt_fmha_stage order[5];
+    int n = 0;
+    order[n++] = CKT_FMHA_STAGE_DOT_DO_O;
+    order[n++] = CKT_FMHA_STAGE_DQ_DK_DV;
+    if (plan->traits.dbias_reduce)
+        order[n++] = CKT_FMHA_STAGE_DBIAS_REDUCE;
+    order[n++] = CKT_FMHA_STAGE_CONVERT_DQ;
+    if (plan->traits.dsink)
+        order[n++] = CKT_FMHA_STAGE_DSINK;
     for (int i = 0; stages && i < n && i < max; i++)
         stages[i] = order[i];
     return n;

@@ -41,6 +41,7 @@ struct Case {
     int drop_ptr = 0;    // seed / offset through drop_seed_offset (device)
     int bias = 0;    // 1: elementwise bias in [-2, 2] and its gradient dbias; 2: ALiBi, slopes in [0, 0.25]
     int bcast = 0;   // bias: 1 broadcast over the batch, 2 over heads (dbias stays full); ALiBi: 1 slopes [b][h]
+    int dbcast = 0;  // dbias: 1 reduced over the batch, 2 over heads, 3 both (zero strides: the dbias_reduce stage)
     std::string name;
 };
 
@@ -66,6 +67,7 @@ std::string case_name(const Case &c)
         n += "_drop" + std::to_string((int)(c.p_drop * 100)) + (c.drop_ptr ? "_ptr" : "");
     n += c.bias == 1 ? "_bias" : c.bias == 2 ? "_alibi" : "";
     n += c.bcast ? "_bc" + std::to_string(c.bcast) : "";
+    n += c.dbcast ? "_dbc" + std::to_string(c.dbcast) : "";
     return n;
 }
 
@@ -183,10 +185,11 @@ void setup(const Case &c, BwdRun &r)
         r.bias.assign((size_t)(c.bcast == 1 ? 1 : c.batch) * (c.bcast == 2 ? 1 : c.h) * a.seqlen_q * a.bias_stride_s + 1, 0);
         ASSERT_EQ(ckt_fill(r.bias.data(), c.dt, r.bias.size(), ckt_init_uniform(-2, 2), seed + 5), CKT_SUCCESS);
         a.bias = r.bias.data();
-        a.dbias_stride_s = a.seqlen_k + 5;
-        a.dbias_stride_h = (int64_t)a.seqlen_q * a.dbias_stride_s;
-        a.dbias_stride_b = (int64_t)c.h * a.dbias_stride_h;
-        r.dbias.assign((size_t)c.batch * a.dbias_stride_b + 1, kSentinel);
+        a.dbias_stride_s = a.seqlen_k + 5; // a zero batch / head stride: dbias reduced to that shape
+        a.dbias_stride_h = c.dbcast & 2 ? 0 : (int64_t)a.seqlen_q * a.dbias_stride_s;
+        a.dbias_stride_b = c.dbcast & 1 ? 0 : (int64_t)(c.dbcast & 2 ? 1 : c.h) * a.seqlen_q * a.dbias_stride_s;
+        r.dbias.assign((size_t)(c.dbcast & 1 ? 1 : c.batch) * (c.dbcast & 2 ? 1 : c.h) * a.seqlen_q * a.dbias_stride_s + 1,
+                       kSentinel);
     } else if (c.bias == 2) {
         r.slopes.assign((size_t)(c.bcast ? c.batch : 1) * c.h, 0.0f);
         ASSERT_EQ(ckt_fill(r.slopes.data(), CKT_F32, r.slopes.size(), ckt_init_uniform(0, 0.25), seed + 6), CKT_SUCCESS);
@@ -371,20 +374,26 @@ TEST_P(Bwd, MatchesReference)
                      "dK");
     expect_untouched(r.dv, logical_mask(a, r.dv.size(), a.nhead_k, 0, a.dv_stride_b, a.dv_stride_h, a.dv_stride_s, a.hdim_v),
                      "dV");
-    if (c.bias == 1) { // dbias = dS, every logical (b, h, i, j); padding untouched
+    if (c.bias == 1) { // dbias = dS, every logical (b, h, i, j), summed where it broadcasts; padding untouched
         std::vector<float> dbias_ref(r.dbias.size(), 0.0f), dq2(dq_ref.size()), dk2(dk_ref.size()), dv2(dv_ref.size());
         ASSERT_EQ(ckt_ref_fmha_bwd_ex(&a, dq2.data(), dk2.data(), dv2.data(), nullptr, dbias_ref.data()), CKT_SUCCESS)
             << ckt_last_error();
         ckt_compare_result rb;
         memset(&rb, 0, sizeof rb);
-        rb.atol = atol;
+        // a reduced element sums n dS values, each rounded to the dtype first: n roundings
+        const int terms = (c.dbcast & 1 ? c.batch : 1) * (c.dbcast & 2 ? c.h : 1);
+        rb.atol = atol * terms;
         rb.rtol = rtol;
         std::vector<char> logical(r.dbias.size(), 0);
         double max_ref = 0.0;
-        for (int b = 0; b < a.batch; b++) {
-            const ckt_fmha_seq e = ckt_fmha_seq_resolve(a.group_mode, a.seqstart_q, a.seqstart_k, a.seqlen_q_ptr,
-                                                        a.seqlen_k_ptr, a.seqlen_q, a.seqlen_k, b);
-            for (int h = 0; h < a.nhead_q; h++)
+        for (int b = 0; b < (c.dbcast & 1 ? 1 : a.batch); b++) {
+            ckt_fmha_seq e = ckt_fmha_seq_resolve(a.group_mode, a.seqstart_q, a.seqstart_k, a.seqlen_q_ptr,
+                                                  a.seqlen_k_ptr, a.seqlen_q, a.seqlen_k, b);
+            if (c.dbcast & 1) { // reduced over the entries: every row and key up to the maxima (0 where none reaches)
+                e.sq = a.seqlen_q;
+                e.sk = a.seqlen_k;
+            }
+            for (int h = 0; h < (c.dbcast & 2 ? 1 : a.nhead_q); h++)
                 for (int i = 0; i < e.sq; i++)
                     for (int j = 0; j < e.sk; j++) {
                         const size_t at = (size_t)(b * a.dbias_stride_b + h * a.dbias_stride_h + i * a.dbias_stride_s + j);
@@ -673,6 +682,27 @@ std::vector<Case> matrix()
                 c.dt = det ? CKT_BF16 : CKT_F16;
                 add(c);
             }
+        // a broadcast dbias, reduced over the entries, the heads or both (bias broadcast alike,
+        // or full); batch and group mode (entries of other lengths, one empty), both modes
+        for (int dbc : {1, 2, 3})
+            for (int group : {0, 1}) {
+                Case c;
+                c.bias = 1;
+                c.dbcast = dbc;
+                c.bcast = dbc == 3 ? 0 : dbc;
+                c.group = group;
+                c.batch = 3;
+                c.sq = group ? std::vector<int>{40, 0, 23} : std::vector<int>{37};
+                c.sk = group ? std::vector<int>{19, 50, 64} : std::vector<int>{70};
+                c.h = 4;
+                c.hk = dbc == 2 ? 1 : 2;
+                c.mask = group ? CKT_MASK_CAUSAL_BOTTOM_RIGHT : dbc == 2 ? CKT_MASK_WINDOW_TOP_LEFT : CKT_MASK_NONE;
+                c.wl = c.mask == CKT_MASK_WINDOW_TOP_LEFT ? 9 : 0;
+                c.wr = c.mask == CKT_MASK_WINDOW_TOP_LEFT ? 3 : 0;
+                c.det = (dbc + group) % 2;
+                c.dt = dbc == 1 ? CKT_BF16 : CKT_F16;
+                add(c);
+            }
         for (int d : {32, 96, 192}) { // other head dims, sink too
             Case c;
             c.bias = 1;
@@ -825,7 +855,7 @@ TEST(BwdDeterministic, DropoutSameBytesUnderOtherSchedules)
 // so it is also reproducible without deterministic mode: checked too).
 TEST(BwdDeterministic, BiasSameBytesUnderOtherSchedules)
 {
-    for (int det : {1, 0}) {
+    for (int det : {1, 0, 2}) { // 2: deterministic, dbias reduced over entries and heads
         Case c;
         c.group = 1;
         c.batch = 3;
@@ -834,7 +864,8 @@ TEST(BwdDeterministic, BiasSameBytesUnderOtherSchedules)
         c.h = 4;
         c.hk = 1;
         c.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT;
-        c.det = det;
+        c.det = det != 0;
+        c.dbcast = det == 2 ? 3 : 0;
         c.bias = 1;
         c.bcast = 1;
         c.name = case_name(c);
@@ -1014,11 +1045,19 @@ TEST(BwdErrors, WorkspaceAndPlan)
     EXPECT_EQ(std::string(ckt_last_error()).rfind("dbias:", 0), 0u) << ckt_last_error();
     r.d.bias = r.d.dbias;
     r.d.bias_stride_s = r.d.seqlen_k;
-    r.d.bias_stride_h = 0; // broadcast over heads: allowed for bias ...
-    r.d.dbias_stride_h = 0; // ... not for dbias
+    r.d.bias_stride_h = 0; // broadcast over heads, and dbias reduced over them: the plan must know (dbias_reduce)
     if (r.d.nhead_q > 1) {
-        EXPECT_EQ(ckt_fmha_bwd(&r.d, nullptr), CKT_ERROR_UNSUPPORTED);
+        ckt_fmha_bwd_plan plan;
+        const ckt_fmha_bwd_traits t = ckt_fmha_bwd_traits_of(&r.d); // a full dbias: dbias_reduce 0
+        EXPECT_EQ(t.dbias_reduce, 0);
+        ASSERT_EQ(ckt_fmha_bwd_plan_init(&plan, &t), CKT_SUCCESS) << ckt_last_error();
+        r.d.dbias_stride_h = 0;
+        EXPECT_EQ(ckt_fmha_bwd_traits_of(&r.d).dbias_reduce, 1);
+        EXPECT_EQ(ckt_fmha_bwd_run(&plan, &r.d, nullptr), CKT_ERROR_INVALID_ARGUMENT);
         EXPECT_EQ(std::string(ckt_last_error()).rfind("dbias:", 0), 0u) << ckt_last_error();
+        r.d.dbias_stride_s = r.d.seqlen_k - 1; // rows that overlap: still an error, reduced or not
+        EXPECT_EQ(ckt_fmha_bwd(&r.d, nullptr), CKT_ERROR_INVALID_ARGUMENT);
+        EXPECT_EQ(std::string(ckt_last_error()).rfind("dbias_stride_s:", 0), 0u) << ckt_last_error();
     }
     r.d.dbias = nullptr;
     const float *slopes = (const float *)r.to_device(nullptr, 4 * (size_t)r.d.nhead_q);

@@ -600,6 +600,22 @@ TEST(Plan, BackwardStagesAndWorkspace)
     const ckt_fmha_bwd_traits tn = ckt_fmha_bwd_traits_of(&a);
     ASSERT_EQ(ckt_fmha_bwd_plan_init(&ps, &tn), CKT_SUCCESS);
     EXPECT_EQ(ckt_fmha_bwd_plan_stages(&ps, st, CKT_FMHA_MAX_STAGES), 3);
+    // a dbias broadcast over the entries: dbias_reduce after dq_dk_dv, and its dS section in the workspace
+    uint16_t bias_dbias[2] = {0, 0};
+    a.bias = bias_dbias;
+    a.dbias = bias_dbias + 1;
+    a.dbias_stride_s = a.seqlen_k;
+    a.dbias_stride_h = (int64_t)a.seqlen_q * a.seqlen_k;
+    a.dbias_stride_b = 0;
+    const ckt_fmha_bwd_traits tr = ckt_fmha_bwd_traits_of(&a);
+    EXPECT_EQ(tr.dbias_reduce, 1);
+    ASSERT_EQ(ckt_fmha_bwd_plan_init(&ps, &tr), CKT_SUCCESS) << last_error();
+    ASSERT_EQ(ckt_fmha_bwd_plan_stages(&ps, st, CKT_FMHA_MAX_STAGES), 4);
+    EXPECT_EQ(st[2], CKT_FMHA_STAGE_DBIAS_REDUCE);
+    EXPECT_STREQ(ckt_fmha_stage_name(st[2]), "dbias_reduce");
+    EXPECT_EQ(ps.dbias_bytes, (size_t)2 * 2 * 4 * 64 * 512);
+    EXPECT_EQ(ckt_fmha_bwd_workspace_upper_bound(&ps), ps.dbias_offset + ps.dbias_bytes);
+    EXPECT_GE(ps.dbias_offset, ws[0]); // past the sections the plain plan needs
 }
 
 // >>instance sets

@@ -632,8 +632,8 @@ TEST_F(ValidateBwd, Dropout)
 }
 
 // bias, ALiBi and dbias: dbias needs bias (an error naming dbias, also for
-// an empty problem), is 2-byte aligned, full per entry and head (a zero
-// batch or head stride would need a reduction), its elements distinct
+// an empty problem), is 2-byte aligned, its elements distinct but for a
+// zero batch or head stride (a broadcast dbias, reduced)
 TEST_F(ValidateBwd, BiasAlibiAndDbias)
 {
     a.bias = buf[8];
@@ -646,11 +646,16 @@ TEST_F(ValidateBwd, BiasAlibiAndDbias)
     a.dbias_stride_b = 4 * 100 * 120;
     a.deterministic = 1;
     EXPECT_EQ(check(), CKT_SUCCESS) << ckt_last_error();
-    a.dbias_stride_b = 0;
-    EXPECT_FAILS(CKT_ERROR_UNSUPPORTED, "dbias: dbias_stride_b 0 broadcasts over 2 batch entries");
+    a.dbias_stride_b = 0; // a broadcast dbias: reduced over the entries (the dbias_reduce stage) ...
+    EXPECT_EQ(check(), CKT_SUCCESS) << ckt_last_error();
+    a.dbias_stride_h = 0; // ... and the heads
+    EXPECT_EQ(check(), CKT_SUCCESS) << ckt_last_error();
+    a.dbias_stride_s = 100; // but its rows still may not overlap
+    EXPECT_FAILS(CKT_ERROR_INVALID_ARGUMENT, "dbias_stride_s: 100");
+    a.dbias_stride_s = 120;
+    a.dbias_stride_h = 100; // nor its heads (100 < the 100 x 120 span of a head)
+    EXPECT_FAILS(CKT_ERROR_INVALID_ARGUMENT, "dbias_stride_h: 100");
     a.dbias_stride_b = 4 * 100 * 120;
-    a.dbias_stride_h = 0;
-    EXPECT_FAILS(CKT_ERROR_UNSUPPORTED, "dbias: dbias_stride_h 0 broadcasts over 4 heads");
     a.dbias_stride_h = 100 * 120;
     a.dbias_stride_s = 100; // rows overlap: 100 < 120 keys
     EXPECT_FAILS(CKT_ERROR_INVALID_ARGUMENT, "dbias_stride_s: 100");

@@ -204,7 +204,17 @@ void check_meta(const Case &c, const ckt_fmha_bwd_plan &p, const std::vector<int
     ASSERT_EQ(ds[B], dq);
     const int64_t d_offset = (int64_t)p.meta_bytes + (dq * 4 + 255) / 256 * 256;
     ASSERT_EQ(m->d_offset, d_offset);
-    ASSERT_EQ(m->need_bytes, d_offset + 4 * (int64_t)c.t.nhead_q * rows);
+    if (c.t.dbias_reduce) { // the dS section: past every length's D, at a plan-fixed offset
+        const int64_t ds_bytes = 2 * (int64_t)c.t.batch * c.t.nhead_q * c.t.max_seqlen_q * c.t.max_seqlen_k;
+        ASSERT_EQ(m->dbias_offset, (int64_t)p.dbias_offset);
+        ASSERT_EQ((int64_t)p.dbias_bytes, ds_bytes);
+        ASSERT_EQ(m->dbias_offset % 256, 0);
+        ASSERT_GE(m->dbias_offset, d_offset + 4 * (int64_t)c.t.nhead_q * rows);
+        ASSERT_EQ(m->need_bytes, m->dbias_offset + ds_bytes);
+    } else {
+        ASSERT_EQ(m->dbias_offset, 0);
+        ASSERT_EQ(m->need_bytes, d_offset + 4 * (int64_t)c.t.nhead_q * rows);
+    }
     ASSERT_LE((size_t)m->need_bytes, ckt_fmha_bwd_workspace_upper_bound(&p));
 
     if (!c.t.deterministic) {
@@ -259,8 +269,11 @@ TEST(BwdWorkspace, RandomVarlenSizesAndPartitions)
 {
     std::mt19937 rng(1234);
     int persistent = 0, group = 0, crowded = 0;
+    int reduced = 0;
     for (int i = 0; i < 240; i++) {
         Case c = random_case(rng, 16, 300, 8);
+        c.t.dbias_reduce = i % 4 == 3; // a broadcast dbias: the dS section too
+        reduced += c.t.dbias_reduce;
         ckt_fmha_bwd_plan p = make_plan(c);
         std::vector<int64_t> meta = pack(p, c);
         check_meta(c, p, meta);
@@ -279,6 +292,7 @@ TEST(BwdWorkspace, RandomVarlenSizesAndPartitions)
     EXPECT_GT(persistent, 100);
     EXPECT_GT(group, 100);
     EXPECT_GT(crowded, 20); // enough cases with more units than blocks
+    EXPECT_EQ(reduced, 60);
 }
 
 TEST(BwdWorkspace, UpperBoundIsTightForUniformMaxima)
