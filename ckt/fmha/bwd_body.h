@@ -3,7 +3,7 @@
  *   #include "ckt/fmha.h"
  *   #define CKT_FMHA_NAME    my_attn_bwd_d128_bf16   (required) prefix of what is defined
  *   #define CKT_FMHA_DTYPE   CKT_BF16                (required) CKT_F16 or CKT_BF16
- *   #define CKT_FMHA_HDIM    128                     (required) q/k head dim: 32..256, multiple of 32
+ *   #define CKT_FMHA_HDIM    128                     (required) q/k head dim: 32..512, multiple of 32
  *   #define CKT_FMHA_HDIM_V  128                     (optional, default HDIM) v/o head dim
  *   #include CKT_FMHA_BWD_BODY
  *
@@ -57,7 +57,7 @@
 #error "ckt/fmha/bwd_body.h: define CKT_FMHA_DTYPE as CKT_F16 or CKT_BF16"
 #endif
 #ifndef CKT_FMHA_HDIM
-#error "ckt/fmha/bwd_body.h: define CKT_FMHA_HDIM (32, 64, 96, 128, 192 or 256)"
+#error "ckt/fmha/bwd_body.h: define CKT_FMHA_HDIM (32, 64, 96, 128, 192, 256 or 512)"
 #endif
 #ifndef CKT_FMHA_HDIM_V
 #define CKT_FMHA_HDIM_V CKT_FMHA_HDIM
@@ -91,8 +91,11 @@
  * its own warp grid (below). Shared memory holds K [BN][D], V [BN][DV], the
  * Q [BM][D] and dO [BM][DV] tiles (two stages where copies are asynchronous
  * and they fit), P^T and dS^T [BN][BM], and LSE / D of the BM rows.
- *   NVIDIA: 8 warps; BN = 128 for head dims <= 128, else 64 (dK and dV of BN
- *   keys live in registers); BM = 128 for head dims <= 64, else 64.
+ *   NVIDIA: 8 warps; BN = 128 for head dims <= 128, 64 up to 256, else 32 (dK
+ *   and dV of BN keys live in registers: 128 a lane at d512 with BN = 32, as
+ *   at d256 with BN = 64); BM = 128 for head dims <= 64, 64 up to 256, else 32
+ *   (Q and dO of a stage: 2 x 32 x 520 elements at d512; two stages on sm_90,
+ *   200 KiB, one on sm_80, 133 KiB).
  *   CDNA (64 KiB of LDS, MFMA tiles of 32): head dims <= 64: 4 wavefronts,
  *   BN = BM = 64; <= 128: 2 wavefronts, BN = 64, BM = 32; <= 192: 1 wavefront,
  *   BN = BM = 32. Head dim 256 does not fit the LDS: no CDNA instance. */
@@ -117,10 +120,10 @@
 #define CKT_FMHA_BWD_WARPS 8
 #endif
 #ifndef CKT_FMHA_BWD_BLOCK_N
-#define CKT_FMHA_BWD_BLOCK_N (CKT__FB_D <= 128 && CKT__FB_DV <= 128 ? 128 : 64)
+#define CKT_FMHA_BWD_BLOCK_N (CKT__FB_D <= 128 && CKT__FB_DV <= 128 ? 128 : CKT__FB_D <= 256 && CKT__FB_DV <= 256 ? 64 : 32)
 #endif
 #ifndef CKT_FMHA_BWD_BLOCK_M /* 128 query rows at d64 (H200: 169 -> 177 TFLOPS; no gain above) */
-#define CKT_FMHA_BWD_BLOCK_M (CKT__FB_D <= 64 && CKT__FB_DV <= 64 ? 128 : 64)
+#define CKT_FMHA_BWD_BLOCK_M (CKT__FB_D <= 64 && CKT__FB_DV <= 64 ? 128 : CKT__FB_D <= 256 && CKT__FB_DV <= 256 ? 64 : 32)
 #endif
 #define CKT__FB_SUPPORTED 1
 #endif
@@ -218,10 +221,10 @@
 #define CKT__FB_STAGES 1
 #endif
 
-CKT_STATIC_ASSERT(CKT__FB_D % 32 == 0 && CKT__FB_D >= 32 && CKT__FB_D <= 256,
-                  "CKT_FMHA_HDIM must be a multiple of 32 in [32, 256] (smaller head dims run padded)");
-CKT_STATIC_ASSERT(CKT__FB_DV % 32 == 0 && CKT__FB_DV >= 32 && CKT__FB_DV <= 256,
-                  "CKT_FMHA_HDIM_V must be a multiple of 32 in [32, 256]");
+CKT_STATIC_ASSERT(CKT__FB_D % 32 == 0 && CKT__FB_D >= 32 && CKT__FB_D <= 512,
+                  "CKT_FMHA_HDIM must be a multiple of 32 in [32, 512] (smaller head dims run padded)");
+CKT_STATIC_ASSERT(CKT__FB_DV % 32 == 0 && CKT__FB_DV >= 32 && CKT__FB_DV <= 512,
+                  "CKT_FMHA_HDIM_V must be a multiple of 32 in [32, 512]");
 CKT_STATIC_ASSERT(CKT__FB_STAGES == 1 || CKT__FB_STAGES == 2, "CKT_FMHA_BWD_STAGES must be 1 or 2 (one step of prefetch)");
 CKT_STATIC_ASSERT(CKT__FB_BM <= CKT__FB_T, "CKT_FMHA_BWD_BLOCK_M must not exceed the block's threads (one row each)");
 CKT_STATIC_ASSERT(CKT__FB_BN % CKT__FB_TM == 0 && CKT__FB_BM % CKT__FB_TM == 0,

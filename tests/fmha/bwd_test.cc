@@ -436,6 +436,8 @@ std::vector<Case> matrix()
 #if !defined(CKT_CPU_PROFILE_CDNA) && !defined(CKT_BACKEND_AMD)
     dims.push_back({256, 256});
     dims.push_back({248, 256});
+    dims.push_back({512, 512}); // head dim 512 (BN = BM = 32)
+    dims.push_back({320, 512}); // padded into the d512 instance
 #endif
     int n = 0;
     for (ckt_dtype dt : {CKT_F16, CKT_BF16})
@@ -453,6 +455,26 @@ std::vector<Case> matrix()
             c.det = n++ % 2;
             add(c);
         }
+#if !defined(CKT_CPU_PROFILE_CDNA) && !defined(CKT_BACKEND_AMD)
+    for (int k = 0; k < 3; k++) { // d512: group mode with ragged and empty entries, a window, bias with dropout
+        Case c;
+        c.d = c.dv = 512;
+        c.dt = k % 2 ? CKT_BF16 : CKT_F16;
+        c.group = k != 2;
+        c.batch = 3;
+        c.sq = k == 2 ? std::vector<int>{37} : std::vector<int>{1, 0, 57};
+        c.sk = k == 2 ? std::vector<int>{45} : std::vector<int>{3, 33, 100};
+        c.h = 4;
+        c.hk = k == 1 ? 1 : 2;
+        c.mask = k == 0 ? CKT_MASK_WINDOW_BOTTOM_RIGHT : CKT_MASK_CAUSAL_TOP_LEFT;
+        c.wl = k == 0 ? 20 : 0;
+        c.wr = k == 0 ? 4 : 0;
+        c.det = k != 1;
+        c.bias = k == 2;
+        c.p_drop = k == 2 ? 0.2f : 0.0f;
+        add(c);
+    }
+#endif
     struct Mask {
         ckt_fmha_mask m;
         int l, r;
