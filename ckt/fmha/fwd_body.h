@@ -403,29 +403,28 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_bias_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_TH
     CKT__FMHA_FN(_body)(a, 1, 2);
 }
 
-/* >>device: split-KV's combine (ckt/fmha/splitkv.h): output rows from the
- * splits' partials, CKT__FMHA_COMBINE_ROWS rows a block, 64 threads a row */
-#define CKT__FMHA_COMBINE_THREADS 256
-#define CKT__FMHA_COMBINE_ROWS (CKT__FMHA_COMBINE_THREADS / 64)
-CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_combine_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_COMBINE_THREADS)
+/* >>device: split-KV's combine (ckt/fmha/splitkv.h): one output row a
+ * block of CKT_FMHA_COMBINE_THREADS threads, the splits shared out among
+ * them */
+CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_combine_kernel), ckt_fmha_fwd_args, a, CKT_FMHA_COMBINE_THREADS)
 {
     CKT_DYNAMIC_SHARED(float, smem);
-    const int tid = (int)ckt_thread_idx_x(), r = tid / 64, t = tid % 64;
-    const int b = (int)ckt_block_idx_z(), h = (int)ckt_block_idx_y();
-    const int i = (int)ckt_block_idx_x() * CKT__FMHA_COMBINE_ROWS + r;
+    const int t = (int)ckt_thread_idx_x();
+    const int b = (int)ckt_block_idx_z(), h = (int)ckt_block_idx_y(), i = (int)ckt_block_idx_x();
     const ckt_fmha_seq sq = ckt_fmha_seq_resolve(a.group_mode, a.seqstart_q, a.seqstart_k, a.seqlen_q_ptr,
                                                  a.seqlen_k_ptr, a.seqlen_q, a.seqlen_k, b);
-    const int valid = i < sq.sq; /* rows past the entry join the barriers only */
-    const int64_t row = ckt_fmha_splitkv_row(0, b, h, valid ? i : 0, a.batch, a.nhead_q, a.seqlen_q);
+    if (i >= sq.sq)
+        return; /* the whole block: a row past the entry's queries */
+    const int64_t row = ckt_fmha_splitkv_row(0, b, h, i, a.batch, a.nhead_q, a.seqlen_q);
     const int64_t split_rows = (int64_t)a.batch * a.nhead_q * a.seqlen_q;
     const float *o_acc = (const float *)((const char *)a.workspace +
                                          ckt_fmha_splitkv_o_offset(a.num_splits, a.batch, a.nhead_q, a.seqlen_q));
-    uint16_t *out = (uint16_t *)a.o + ckt_fmha_row_offset(a.group_mode, b, h, sq.q_start + (valid ? i : 0), a.o_stride_b, a.o_stride_h, a.o_stride_s);
-    float *lse = a.lse ? a.lse + ckt_fmha_row_offset(a.group_mode, b, h, sq.q_start + (valid ? i : 0), a.lse_stride_b, a.lse_stride_h, 1) : 0;
-    float *w = smem + r * (CKT_FMHA_MAX_SPLITS + 64);
+    uint16_t *out = (uint16_t *)a.o + ckt_fmha_row_offset(a.group_mode, b, h, sq.q_start + i, a.o_stride_b, a.o_stride_h, a.o_stride_s);
+    float *lse = a.lse ? a.lse + ckt_fmha_row_offset(a.group_mode, b, h, sq.q_start + i, a.lse_stride_b, a.lse_stride_h, 1) : 0;
     const float sink = a.sink ? a.sink[h] : -INFINITY; /* the partials have none: added once, here */
-    ckt_fmha_splitkv_combine_row(out, lse, (const float *)a.workspace, o_acc, split_rows, row, valid, a.num_splits,
-                                 a.hdim_v, sink, t, w, w + CKT_FMHA_MAX_SPLITS, CKT__FMHA_BF16);
+    ckt_fmha_splitkv_combine_row(out, lse, (const float *)a.workspace, o_acc, split_rows, row, a.num_splits, a.hdim_v,
+                                 sink, t, smem, smem + CKT_FMHA_MAX_SPLITS,
+                                 smem + CKT_FMHA_MAX_SPLITS + CKT_FMHA_COMBINE_THREADS / 32, CKT__FMHA_BF16);
 }
 
 /* >>device: dropout's random bytes for tests (ckt_fmha_fwd_args.randval):
@@ -562,10 +561,9 @@ static inline ckt_status CKT__FMHA_FN(_launch)(const ckt_fmha_fwd_args *a, ckt_s
     if (st != CKT_SUCCESS || k.num_splits <= 1)
         return st;
     return ckt_rt_launch(CKT_KERNEL_REF(CKT__FMHA_FN(_combine_kernel)),
-                         ckt_dim3_make((unsigned)CKT_CEIL_DIV(a->seqlen_q, CKT__FMHA_COMBINE_ROWS), (unsigned)a->nhead_q,
+                         ckt_dim3_make((unsigned)a->seqlen_q, (unsigned)a->nhead_q,
                                        (unsigned)a->batch),
-                         ckt_dim3_make(CKT__FMHA_COMBINE_THREADS, 1, 1),
-                         CKT_FMHA_COMBINE_SMEM_BYTES(CKT__FMHA_COMBINE_ROWS), stream, &k);
+                         ckt_dim3_make(CKT_FMHA_COMBINE_THREADS, 1, 1), CKT_FMHA_COMBINE_SMEM_BYTES, stream, &k);
 #else
     (void)stream;
     return ckt__fail(CKT_ERROR_UNSUPPORTED, "%s: this target has no warp MMA", "fmha");
@@ -592,8 +590,6 @@ static inline ckt_status CKT__FMHA_FN(_launch)(const ckt_fmha_fwd_args *a, ckt_s
 #undef CKT__FMHA_SMEM_BYTES
 #undef CKT__FMHA_BF16
 #undef CKT__FMHA_RESCALE_ALWAYS
-#undef CKT__FMHA_COMBINE_THREADS
-#undef CKT__FMHA_COMBINE_ROWS
 #undef CKT__FMHA_RANDVAL_THREADS
 #undef CKT__FMHA_BLOCKS_PER_MP
 #undef CKT__FMHA_SMEM_PER_MP

@@ -111,63 +111,83 @@ CKT_INLINE CKT_HOST_DEVICE void ckt_fmha_split_range(int nblocks, int splits, in
     *count = n;
 }
 
-/* Shared memory of a combine block of `rows` rows (bytes): each row's split
- * weights and a 64-float reduction buffer. */
-#define CKT_FMHA_COMBINE_SMEM_BYTES(rows) ((size_t)(rows) * (CKT_FMHA_MAX_SPLITS + 64) * sizeof(float))
+/* Threads of a combine block: one output row a block. */
+#define CKT_FMHA_COMBINE_THREADS 256
+/* Shared memory of a combine block (bytes): the row's split weights, a
+ * float a warp for the reductions, 4 floats a thread for the split groups'
+ * partial sums. */
+#define CKT_FMHA_COMBINE_SMEM_BYTES                                                                     \
+    ((size_t)(CKT_FMHA_MAX_SPLITS + CKT_FMHA_COMBINE_THREADS / 32 + 4 * CKT_FMHA_COMBINE_THREADS) * sizeof(float))
 
-/* One output row from the splits' partials, by a group of 64 threads (this
- * one: t; every thread of the block calls it the same number of times: it
- * synchronizes the block). row: ckt_fmha_splitkv_row of split 0;
- * split_rows: rows from one split to the next (batch x nhead_q x
- * seqlen_q); valid 0 for a group past the entry's queries (it only joins
- * the barriers). The group's weights w[s] = exp(lse_s - lse) go to shared
- * memory (w: CKT_FMHA_MAX_SPLITS floats, red: 64, the group's own), the
- * max and the sum reduced in a fixed order; then thread t sums columns
- * 4 j .. 4 j + 3 (j = t, t + 64, ...) over the splits in order, rounds to
- * fp16 / bf16 into out, and thread 0 writes the LSE to *lse_out when not NULL.
- * sink: the row's head's sink logit (natural log), -INFINITY for none. */
+/* x reduced over the block (CKT_FMHA_COMBINE_THREADS threads, this one t):
+ * max (is_max) or sum, by xor shuffles in each warp (every lane ends with
+ * the same bits: each step adds two values in either order) and then the
+ * warps' results in index order, so the same bits every run. red: a float
+ * a warp of shared memory; synchronizes the block twice. */
+CKT_INLINE CKT_DEVICE float ckt__fmha_combine_reduce(float x, int is_max, int t, float *red)
+{
+    for (int o = CKT_WARP_SIZE / 2; o > 0; o >>= 1) {
+        const float y = ckt_warp_shfl_xor_f32(x, (unsigned)o);
+        x = is_max ? (y > x ? y : x) : x + y;
+    }
+    if (t % CKT_WARP_SIZE == 0)
+        red[t / CKT_WARP_SIZE] = x;
+    ckt_block_sync();
+    x = is_max ? -INFINITY : 0.0f;
+    for (int k = 0; k < CKT_FMHA_COMBINE_THREADS / CKT_WARP_SIZE; k++)
+        x = is_max ? (red[k] > x ? red[k] : x) : x + red[k];
+    ckt_block_sync(); /* everyone has read red */
+    return x;
+}
+
+/* One output row from the splits' partials, by a block of
+ * CKT_FMHA_COMBINE_THREADS threads (this one: t; all of them call it).
+ * row: ckt_fmha_splitkv_row of split 0; split_rows: rows from one split to
+ * the next (batch x nhead_q x seqlen_q). The weights w[s] = exp(lse_s -
+ * lse) go to shared memory (w: CKT_FMHA_MAX_SPLITS floats, red: a float a
+ * warp, part: 4 floats a thread); max and sum are fixed-order block
+ * reductions. Then the threads split into G = threads / C groups of C =
+ * hdim_v / 4 column threads: thread (g, c) sums columns 4 c .. 4 c + 3 over
+ * the splits g, g + G, ... in order, and the groups' sums are added in
+ * group order: a split-parallel combine (one thread walking every split
+ * left a decode step of 114 splits 44 us of combine, H200: ncu), the same
+ * bits every run. Rounds to fp16 / bf16 into out; thread 0 writes the LSE
+ * to *lse_out when not NULL. sink: the row's head's sink logit (natural
+ * log), -INFINITY for none. hdim_v <= 4 x CKT_FMHA_COMBINE_THREADS. */
 CKT_INLINE CKT_DEVICE void ckt_fmha_splitkv_combine_row(uint16_t *out, float *lse_out, const float *lse_acc,
                                                         const float *o_acc, int64_t split_rows, int64_t row,
-                                                        int valid, int splits, int hdim_v, float sink, int t,
-                                                        float *w, float *red, int bf16)
+                                                        int splits, int hdim_v, float sink, int t, float *w,
+                                                        float *red, float *part, int bf16)
 {
+    enum { T = CKT_FMHA_COMBINE_THREADS };
     float m = -INFINITY;
-    for (int s = t; s < splits; s += 64) {
-        const float l = valid ? lse_acc[s * split_rows + row] : -INFINITY;
+    for (int s = t; s < splits; s += T) {
+        const float l = lse_acc[s * split_rows + row];
         w[s] = l;
         m = l > m ? l : m;
     }
-    red[t] = m;
-    ckt_block_sync();
-    m = -INFINITY;
-    for (int k = 0; k < 64; k++)
-        m = red[k] > m ? red[k] : m;
+    m = ckt__fmha_combine_reduce(m, 1, t, red);
     m = sink > m ? sink : m;
-    ckt_block_sync(); /* everyone has read red */
     float sum = 0.0f;
-    for (int s = t; s < splits; s += 64)
+    for (int s = t; s < splits; s += T)
         sum += m == -INFINITY ? 0.0f : expf(w[s] - m);
-    red[t] = sum;
-    ckt_block_sync();
-    sum = 0.0f;
-    for (int k = 0; k < 64; k++) /* a fixed order: the same bits every run */
-        sum += red[k];
+    sum = ckt__fmha_combine_reduce(sum, 0, t, red);
     if (sink != -INFINITY) /* then m >= sink is finite */
         sum += expf(sink - m);
     const float lse = m == -INFINITY ? -INFINITY : m + logf(sum);
-    for (int s = t; s < splits; s += 64)
+    for (int s = t; s < splits; s += T)
         w[s] = lse == -INFINITY ? 0.0f : expf(w[s] - lse);
     ckt_block_sync();
-    if (!valid)
-        return;
     if (t == 0 && lse_out)
         *lse_out = lse;
-    for (int j = t; 4 * j < hdim_v; j += 64) {
-        float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        const float *o = o_acc + row * hdim_v + 4 * j;
+    const int C = (hdim_v + 3) / 4, G = T / C; /* column threads, split groups */
+    const int c = t % C, g = t / C;
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (g < G) {
+        const float *o = o_acc + row * hdim_v + 4 * c;
         const int64_t step = split_rows * hdim_v;
         CKT_UNROLL_BY(4)
-        for (int s = 0; s < splits; s++) {
+        for (int s = g; s < splits; s += G) {
             const float ws = w[s];
             const ckt_u32x4 x = *(const ckt_u32x4 *)(o + s * step); /* one 16-byte load */
             acc[0] += ws * ckt_f32_from_bits(x.x);
@@ -175,10 +195,18 @@ CKT_INLINE CKT_DEVICE void ckt_fmha_splitkv_combine_row(uint16_t *out, float *ls
             acc[2] += ws * ckt_f32_from_bits(x.z);
             acc[3] += ws * ckt_f32_from_bits(x.w);
         }
-        uint32_t *dst = (uint32_t *)(out + 4 * j);
-        dst[0] = bf16 ? ckt_pack2_bf16(acc[0], acc[1]) : ckt_pack2_f16(acc[0], acc[1]);
-        dst[1] = bf16 ? ckt_pack2_bf16(acc[2], acc[3]) : ckt_pack2_f16(acc[2], acc[3]);
+        for (int e = 0; e < 4; e++)
+            part[(g * C + c) * 4 + e] = acc[e];
     }
+    ckt_block_sync();
+    if (g != 0)
+        return;
+    for (int k = 1; k < G; k++) /* the groups in order */
+        for (int e = 0; e < 4; e++)
+            acc[e] += part[(k * C + c) * 4 + e];
+    uint32_t *dst = (uint32_t *)(out + 4 * c);
+    dst[0] = bf16 ? ckt_pack2_bf16(acc[0], acc[1]) : ckt_pack2_f16(acc[0], acc[1]);
+    dst[1] = bf16 ? ckt_pack2_bf16(acc[2], acc[3]) : ckt_pack2_f16(acc[2], acc[3]);
 }
 
 #endif /* CKT_FMHA_SPLITKV_H */

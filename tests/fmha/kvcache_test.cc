@@ -366,6 +366,19 @@ std::vector<Case> cases()
             c.mask = m;
             add(c);
         }
+    // many splits: more than the combine's split groups (256 threads / (d_v / 4) columns:
+    // 16 at d_v 64, 8 at 128, 2 at 512), not a multiple of them, some splits empty (entry 1)
+    for (int dv : {64, 128}) {
+        Case c;
+        c.d = c.dv = dv;
+        c.splits = 37;
+        c.sk = {2600, 700};
+        c.sq = {dv == 64 ? 1 : 3};
+        c.h = 4;
+        c.hk = dv == 64 ? 1 : 2;
+        c.mask = dv == 64 ? CKT_MASK_NONE : CKT_MASK_CAUSAL_BOTTOM_RIGHT;
+        add(c);
+    }
     {
         Case c; // speculative decode: 4 queries, GQA 8/1, split
         c.sq = {4};
@@ -576,10 +589,10 @@ TEST(KvCacheSplit, SameBytesUnderOtherSchedulesAndCloseToUnsplit)
     c.kv = kVllm;
     c.page_size = 16;
     c.sq = {7};
-    c.sk = {333, 150};
+    c.sk = {1900, 150};
     c.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT;
-    c.splits = 5;
-    c.sink = 1; // the combine adds the sinks: in its fixed order too
+    c.splits = 19; // more than the combine's 16 split groups at d_v 64: both of its passes
+    c.sink = 1;    // the combine adds the sinks: in its fixed order too
     c.name = case_name(c);
     struct Sched {
         int schedule;
