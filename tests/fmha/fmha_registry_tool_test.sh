@@ -33,9 +33,9 @@ grep -q '"num_splits": 4, "workspace_bytes": 1056768, "stages": \["attention_par
 out=$("$tool" -select=bwd -d=64 -deterministic=1) || fail "-select=bwd: exit $?"
 grep -q '"stages": \["dot_do_o", "dq_dk_dv", "convert_dq"\]' <<<"$out" || fail "bwd plan: $out"
 
-out=$("$tool" -select=fwd -d=264); rc=$?
+out=$("$tool" -select=fwd -d=584); rc=$?
 [ $rc = 1 ] || fail "a miss exits $rc, not 1"
-grep -q "^no instance: ckt_fmha_fwd: no instance for fp16 hdim_q=264 hdim_v=264: head dims go up to 256" <<<"$out" || fail "$out"
+grep -q "^no instance: ckt_fmha_fwd: no instance for fp16 hdim_q=584 hdim_v=584: head dims go up to 576 (q/k) and 512 (v)" <<<"$out" || fail "$out"
 
 "$tool" -bogus=1 2>/dev/null; [ $? = 2 ] || fail "an unknown option does not exit 2"
 "$tool" -family=nope 2>/dev/null; [ $? = 2 ] || fail "a bad family does not exit 2"
