@@ -53,9 +53,11 @@
  * S = Q K^T and softmax for the group's rows (duplicated, so the statistics
  * agree bit for bit without an exchange) and P V for its DV / VSPLIT
  * columns, so that O stays at d256's 128 registers a lane; each stores its
- * column slice, the group's first warp the LSE. NVIDIA only: on CDNA Q, K and
- * V of d512 exceed the 64 KiB of LDS, and the instance declines (fits() 0,
- * launch CKT_ERROR_UNSUPPORTED). docs/fmha.md#head-dim-512.
+ * column slice, the group's first warp the LSE. On CDNA Q, K and V of d512
+ * exceed the 64 KiB of LDS: K and V of a tile take turns in one unpadded
+ * (swizzled) buffer beside Q (CKT__FMHA_KV_ONEBUF), 64 KiB exactly; 576/512
+ * does not fit and declines there (fits() 0, launch CKT_ERROR_UNSUPPORTED).
+ * docs/fmha.md#head-dim-512.
  */
 
 /* >>parameters */
@@ -121,11 +123,16 @@
 #define CKT__FMHA_VSPLIT (CKT__FMHA_DV > 256 ? 2 : 1)
 #endif
 #define CKT__FMHA_DVW (CKT__FMHA_DV / CKT__FMHA_VSPLIT) /* a warp's columns of O */
-/* NVIDIA, and CDNA up to head dim 256 (LDS: see the top) */
+/* NVIDIA; CDNA up to head dim 256, and 512 with K and V through one
+ * swizzled buffer (Q [32][512] + [32][512]: the 64 KiB of LDS exactly) */
 #if defined(CKT_HAS_MFMA)
-#define CKT__FMHA_SUPPORTED (CKT__FMHA_D <= 256 && CKT__FMHA_DV <= 256)
+#define CKT__FMHA_SUPPORTED ((CKT__FMHA_D <= 256 && CKT__FMHA_DV <= 256) || (CKT__FMHA_D <= 512 && CKT__FMHA_DV <= CKT__FMHA_D))
+#define CKT__FMHA_KV_ONEBUF (CKT__FMHA_D > 256 || CKT__FMHA_DV > 256)
+#define CKT__FMHA_LAYOUT (CKT__FMHA_KV_ONEBUF ? CKT_SMEM_ROW_MAJOR : CKT_SMEM_PADDED)
 #else
 #define CKT__FMHA_SUPPORTED 1
+#define CKT__FMHA_KV_ONEBUF 0
+#define CKT__FMHA_LAYOUT CKT_SMEM_PADDED
 #endif
 #ifdef CKT_FMHA_WARPS /* optional tuning knobs */
 #define CKT__FMHA_WARPS CKT_FMHA_WARPS
@@ -169,10 +176,11 @@
 #endif
 /* the Q tile's space also holds the O tile in the epilogue */
 #define CKT__FMHA_Q_ELEMS                                                                          \
-    (CKT__FMHA_D >= CKT__FMHA_DV ? CKT_SMEM_ELEMS(CKT_SMEM_PADDED, CKT__FMHA_BM, CKT__FMHA_D, 2)    \
-                                 : CKT_SMEM_ELEMS(CKT_SMEM_PADDED, CKT__FMHA_BM, CKT__FMHA_DV, 2))
-#define CKT__FMHA_K_ELEMS CKT_SMEM_ELEMS(CKT_SMEM_PADDED, CKT__FMHA_BN, CKT__FMHA_D, 2)
-#define CKT__FMHA_V_ELEMS CKT_SMEM_ELEMS(CKT_SMEM_PADDED, CKT__FMHA_BN, CKT__FMHA_DV, 2)
+    (CKT__FMHA_D >= CKT__FMHA_DV ? CKT_SMEM_ELEMS(CKT__FMHA_LAYOUT, CKT__FMHA_BM, CKT__FMHA_D, 2)    \
+                                 : CKT_SMEM_ELEMS(CKT__FMHA_LAYOUT, CKT__FMHA_BM, CKT__FMHA_DV, 2))
+#define CKT__FMHA_K_ELEMS CKT_SMEM_ELEMS(CKT__FMHA_LAYOUT, CKT__FMHA_BN, CKT__FMHA_D, 2)
+/* V after K in a stage, or in K's buffer (CKT__FMHA_KV_ONEBUF: no space of its own) */
+#define CKT__FMHA_V_ELEMS (CKT__FMHA_KV_ONEBUF ? 0 : CKT_SMEM_ELEMS(CKT__FMHA_LAYOUT, CKT__FMHA_BN, CKT__FMHA_DV, 2))
 /* K/V ring stages: 2 where copies are asynchronous (cp.async), else 1 */
 #if defined(CKT_HAS_CP_ASYNC)
 #define CKT__FMHA_STAGES 2
@@ -204,6 +212,10 @@ CKT_STATIC_ASSERT(CKT__FMHA_DV % (32 * CKT__FMHA_VSPLIT) == 0 && CKT__FMHA_DVW <
                   "CKT_FMHA_VSPLIT: warps a row group, dividing CKT_FMHA_WARPS, with HDIM_V / VSPLIT a multiple of "
                   "32 up to 256 (the O accumulator of a warp)");
 CKT_STATIC_ASSERT(CKT__FMHA_VSPLIT == 1 || !CKT__FMHA_PACK, "CKT_FMHA_VSPLIT > 1 does not pack GQA heads");
+CKT_STATIC_ASSERT(!CKT__FMHA_KV_ONEBUF || (!CKT__FMHA_KVC && !CKT__FMHA_PACK && CKT__FMHA_STAGES == 1),
+                  "CDNA at head dims above 256: define CKT_FMHA_KV_CACHE 0 (K and V share one buffer, contiguous only)");
+CKT_STATIC_ASSERT(!CKT__FMHA_SUPPORTED || CKT__FMHA_SMEM_BYTES <= CKT__FMHA_SMEM_PER_MP,
+                  "the block's shared memory exceeds the target's (CDNA 64 KiB, NVIDIA 227 KiB)");
 
 #if (defined(CKT_HAS_MMA_SYNC) || defined(CKT_HAS_MFMA)) && CKT__FMHA_SUPPORTED
 
@@ -313,9 +325,9 @@ CKT_INLINE CKT_DEVICE void CKT__FMHA_FN(_body)(const ckt_fmha_fwd_args a, const 
 
     /* shared tiles padded 16 bytes a row (CKT_SMEM_PADDED): Q [BM][D], then
      * per stage K [BN][D] and V [BN][DV] */
-    ckt_smem_tile sQ = ckt_smem_tile_make(smem, CKT_SMEM_PADDED, D);
-#define CKT__FMHA_SK(st) ckt_smem_tile_make(smem + CKT__FMHA_Q_ELEMS + (st) * (CKT__FMHA_K_ELEMS + CKT__FMHA_V_ELEMS), CKT_SMEM_PADDED, D)
-#define CKT__FMHA_SV(st) ckt_smem_tile_make(smem + CKT__FMHA_Q_ELEMS + (st) * (CKT__FMHA_K_ELEMS + CKT__FMHA_V_ELEMS) + CKT__FMHA_K_ELEMS, CKT_SMEM_PADDED, DV)
+    ckt_smem_tile sQ = ckt_smem_tile_make(smem, CKT__FMHA_LAYOUT, D);
+#define CKT__FMHA_SK(st) ckt_smem_tile_make(smem + CKT__FMHA_Q_ELEMS + (st) * (CKT__FMHA_K_ELEMS + CKT__FMHA_V_ELEMS), CKT__FMHA_LAYOUT, D)
+#define CKT__FMHA_SV(st) ckt_smem_tile_make(smem + CKT__FMHA_Q_ELEMS + (st) * (CKT__FMHA_K_ELEMS + CKT__FMHA_V_ELEMS) + (CKT__FMHA_KV_ONEBUF ? 0 : CKT__FMHA_K_ELEMS), CKT__FMHA_LAYOUT, DV)
 /* K/V tile at the windows' origin into stage st from source src (a
  * constant in the key loop): 0 the contiguous tile, 1 a paged pool
  * (ckt/fmha/page.h: one page id a tile when pages hold whole tiles, else a
@@ -340,12 +352,19 @@ CKT_INLINE CKT_DEVICE void CKT__FMHA_FN(_body)(const ckt_fmha_fwd_args a, const 
         }                                                                                                       \
     } while (0)
 
+/* CKT__FMHA_KV_ONEBUF: the tile's K, or its V, alone into the one buffer
+ * (contiguous tensors: the instance has no KV cache) */
+#define CKT__FMHA_LOAD_K() ckt_smem_tile_load_async(CKT__FMHA_SK(0), &wk, BN, D, CKT__FMHA_THREADS, tid)
+#define CKT__FMHA_LOAD_V() ckt_smem_tile_load_async(CKT__FMHA_SV(0), &wv, BN, DV, CKT__FMHA_THREADS, tid)
+
     /* Q and the first K/V tile in flight */
     if (CKT__FMHA_PACK)
         ckt_fmha_pack_load_q_async(sQ, qp, a.q_stride_h, a.q_stride_s, g, sq.sq, m0, a.hdim_q, BM, D, CKT__FMHA_THREADS, tid);
     else
         ckt_smem_tile_load_async(sQ, &wq, BM, D, CKT__FMHA_THREADS, tid);
-    if (nblocks > 0)
+    if (nblocks > 0 && CKT__FMHA_KV_ONEBUF)
+        CKT__FMHA_LOAD_K();
+    else if (nblocks > 0)
         CKT__FMHA_LOAD_KV_FROM(kv.ids ? 1 : 0, 0);
     ckt_pipe_commit();
 
@@ -417,7 +436,7 @@ CKT_INLINE CKT_DEVICE void CKT__FMHA_FN(_body)(const ckt_fmha_fwd_args a, const 
                                     a.lse_stride_h, 1, g, sq.sq, row_m, row_l, wrow0, WM, lane);
         return;
     }
-    ckt_fmha_block_store_o_cols(op, a.o_stride_s, sq.sq, a.hdim_v, m0, ckt_smem_tile_make(smem, CKT_SMEM_PADDED, DV),
+    ckt_fmha_block_store_o_cols(op, a.o_stride_s, sq.sq, a.hdim_v, m0, ckt_smem_tile_make(smem, CKT__FMHA_LAYOUT, DV),
                                 o_acc, inv, wr, vc0, WM, BM, DV, DVW, CKT__FMHA_THREADS, tid, CKT__FMHA_BF16, lane);
     if (a.lse && lse_warp)
         ckt_fmha_warp_store_lse(a.lse + ckt_fmha_row_offset(a.group_mode, b, h, sq.q_start, a.lse_stride_b, a.lse_stride_h, 1),
@@ -425,6 +444,8 @@ CKT_INLINE CKT_DEVICE void CKT__FMHA_FN(_body)(const ckt_fmha_fwd_args a, const 
 #undef CKT__FMHA_SK
 #undef CKT__FMHA_SV
 #undef CKT__FMHA_LOAD_KV_FROM
+#undef CKT__FMHA_LOAD_K
+#undef CKT__FMHA_LOAD_V
 }
 
 CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS)
@@ -563,8 +584,8 @@ static inline size_t CKT__FMHA_FN(_workspace_bytes)(const ckt_fmha_fwd_args *a)
 static inline ckt_status CKT__FMHA_FN(_launch)(const ckt_fmha_fwd_args *a, ckt_stream stream)
 {
     if (!CKT__FMHA_SUPPORTED) /* before the arguments: no call can run */
-        return ckt__fail(CKT_ERROR_UNSUPPORTED, "fmha: head dims %d/%d: above 256 they do not fit the CDNA LDS "
-                         "(64 KiB) in the forward", CKT__FMHA_D, CKT__FMHA_DV);
+        return ckt__fail(CKT_ERROR_UNSUPPORTED, "fmha: head dims %d/%d do not fit the CDNA LDS (64 KiB) in the "
+                         "forward (up to 512/512)", CKT__FMHA_D, CKT__FMHA_DV);
     ckt_status st = ckt_fmha_fwd_validate(a, (CKT_FMHA_DTYPE), CKT__FMHA_D, CKT__FMHA_DV);
     if (st != CKT_SUCCESS)
         return st;
@@ -624,6 +645,8 @@ static inline ckt_status CKT__FMHA_FN(_launch)(const ckt_fmha_fwd_args *a, ckt_s
 #undef CKT__FMHA_DVW
 #undef CKT__FMHA_VSPLIT
 #undef CKT__FMHA_SUPPORTED
+#undef CKT__FMHA_KV_ONEBUF
+#undef CKT__FMHA_LAYOUT
 #undef CKT_FMHA_VSPLIT
 #undef CKT__FMHA_WARPS
 #undef CKT__FMHA_THREADS

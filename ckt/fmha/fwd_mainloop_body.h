@@ -49,6 +49,11 @@
             ckt_warp_mma(s_acc, kf, qf, BN, WM, 16, CKT__FMHA_BF16);
         }
 #endif
+        if (CKT__FMHA_KV_ONEBUF) { /* V into K's buffer once every warp has read K */
+            ckt_block_sync();
+            CKT__FMHA_LOAD_V();
+            ckt_pipe_commit();
+        }
 
         /* scores soft-capped (or biased: s scale + B, natural logits; never
          * both), masked to -inf where the mask or the end of the keys cuts
@@ -79,6 +84,10 @@
         if (CKT__FMHA_RESCALE_ALWAYS || ckt_warp_any(grew))
             ckt_fmha_rescale(o_acc, corr, WM, DVW);
 
+        if (CKT__FMHA_KV_ONEBUF) { /* V has landed */
+            ckt_cp_async_wait(0);
+            ckt_block_sync();
+        }
         /* O += P V, this warp's columns [vc0, vc0 + DVW) */
 #if defined(CKT_HAS_MMA_SYNC)
         /* P's registers become A fragments without leaving the lane */
@@ -120,7 +129,10 @@
             ckt_block_sync();
             ckt_window2d_move(&wk, BN, 0);
             ckt_window2d_move(&wv, BN, 0);
-            CKT__FMHA_LOAD_KV_FROM(CKT__FMHA_KV_SRC, 0);
+            if (CKT__FMHA_KV_ONEBUF) /* K alone; V once K is read (above) */
+                CKT__FMHA_LOAD_K();
+            else
+                CKT__FMHA_LOAD_KV_FROM(CKT__FMHA_KV_SRC, 0);
             ckt_pipe_commit();
         }
     }
