@@ -209,7 +209,7 @@ TEST(Registry, DescribesEveryCompiledInstance)
         EXPECT_EQ(ckt_fmha_registry_find(e->name), e);
         EXPECT_TRUE(e->dtype == CKT_F16 || e->dtype == CKT_BF16) << e->name;
         EXPECT_GE(e->hdim, 32) << e->name;
-        EXPECT_LE(e->hdim, 256) << e->name;
+        EXPECT_LE(e->hdim, e->family == CKT_FMHA_FAMILY_FWD ? 576 : 256) << e->name; // fwd: d512, MLA's 576/512
         EXPECT_GT(e->block_m, 0) << e->name;
         EXPECT_STREQ(e->instance_set, ckt_fmha_instance_set());
         EXPECT_STREQ(e->arch, ckt_fmha_target_arch());
@@ -271,7 +271,7 @@ TEST(Registry, EveryEntryIsSelectable)
             if (e->runnable) {
                 EXPECT_EQ(ckt_fmha_fwd_select(&a), e->instance) << last_error();
                 EXPECT_TRUE(has(fwd_report(a), std::string(e->name) + ": chosen\n")) << fwd_report(a);
-            } else { // compiled, declined on this target (CDNA: head dims above 256)
+            } else { // compiled, declined on this target (CDNA: 576/512)
                 EXPECT_EQ(ckt_fmha_fwd_select(&a), nullptr);
                 EXPECT_TRUE(has(fwd_report(a), std::string(e->name) + ": rejected: its fits() declines the call"))
                     << fwd_report(a);
@@ -413,7 +413,7 @@ TEST(Select, BackwardMissesSayWhy)
         << last_error();
     const std::string r = bwd_report(t);
     EXPECT_TRUE(has(r, "ckt_fmha_bwd_f16_d32: rejected: dtype: it takes fp16, the call has bf16")) << r;
-    EXPECT_TRUE(has(r, "ckt_fmha_bwd_bf16_d32: rejected: head dims: it takes up to 32/32, the call has 584/584")) << r;
+    EXPECT_TRUE(has(r, "ckt_fmha_bwd_bf16_d32: rejected: head dims: it takes up to 32/32, the call has 264/264")) << r;
     EXPECT_TRUE(has(r, "no instance: ")) << r;
 }
 
@@ -675,7 +675,7 @@ TEST(RegistrySet, NamesTheSetAndItsMisses)
                                 "--define=ckt_fmha_set=all or inference)");
         // head dims no set has: no set hint
         a = split_args(1);
-        a.hdim_q = a.hdim_v = 264;
+        a.hdim_q = a.hdim_v = 584;
         EXPECT_EQ(ckt_fmha_fwd_select(&a), nullptr);
         EXPECT_FALSE(has(last_error(), "instance set")) << last_error();
     }
@@ -687,8 +687,8 @@ TEST(RegistrySet, TheDefaultBuildHasEveryFamily)
         GTEST_SKIP() << "built with --define=ckt_fmha_set=" << ckt_fmha_instance_set();
     for (int f = 0; f < CKT_FMHA_FAMILY_COUNT; f++)
         EXPECT_TRUE(ckt_fmha_registry_has_family(f)) << ckt_fmha_family_name(f);
-    // 7 head-dim pairs x 2 dtypes for fwd, fwd_kv, bwd; 3 x 2 decode; 2 append-KV
-    EXPECT_EQ(ckt_fmha_registry_count(), 14 * 3 + 6 + 2);
+    // 7 head-dim pairs x 2 dtypes for fwd_kv and bwd, 9 for fwd (d512, 576/512); 3 x 2 decode; 2 append-KV
+    EXPECT_EQ(ckt_fmha_registry_count(), 14 * 2 + 18 + 6 + 2);
 }
 #endif
 
