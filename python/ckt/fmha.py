@@ -17,7 +17,8 @@ Masks follow FlashAttention: causal, window=(left, right) (-1: unlimited). atten
 causal aligns top-left like SDPA's is_causal unless bottom_right=True; varlen and
 with_kvcache align bottom-right like FlashAttention's. scale None (or 0): 1/sqrt(d);
 softcap 0: none; GQA / MQA: h a multiple of h_k; fp16 / bf16, head dims multiples of 8
-up to 256, and 512 (NVIDIA; without the KV cache), q/k 576 with v 512 in the forward.
+up to 256, and 512 (forward without the KV cache; backward on NVIDIA), q/k 576 with v 512
+(forward, NVIDIA).
 Failures raise ckt.CktError with the library's message, which starts with the name of
 the bad argument.
 
