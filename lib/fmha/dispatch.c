@@ -23,7 +23,7 @@ enum {
  * (fwd_d576_dv512.c; NVIDIA only above 256). */
 #define CKT__FMHA_FWD_MAX_HDIM 576
 #define CKT__FMHA_FWD_MAX_HDIM_V 512
-#define CKT__FMHA_BWD_MAX_HDIM 256 /* the backward's */
+#define CKT__FMHA_BWD_MAX_HDIM 512 /* the backward's (NVIDIA only above 192) */
 
 const ckt_fmha_fwd_instance *ckt_fmha_fwd_instance_at(int i)
 {
@@ -285,7 +285,7 @@ static const ckt_fmha_bwd_instance *ckt__fmha_bwd_pick(const ckt_fmha_bwd_traits
         const char *why = t->hdim_q % CKT_FMHA_VEC_ELEMS ? "hdim_q is not a multiple of 8"
                         : t->hdim_v % CKT_FMHA_VEC_ELEMS ? "hdim_v is not a multiple of 8"
                         : t->hdim_q > CKT__FMHA_BWD_MAX_HDIM || t->hdim_v > CKT__FMHA_BWD_MAX_HDIM
-                              ? "head dims go up to 256"
+                              ? "head dims go up to 512"
                         : covered ? "this target's backward instances stop below it (CDNA: head dims up to 192, "
                                     "the LDS limit)"
                                   : "no compiled head-dim pair covers it";
