@@ -113,27 +113,41 @@ CKT_INLINE CKT_DEVICE void ckt_fmha_warp_store_o_f32(float *out, int64_t ld, int
  * hdim_v only; out: row 0 of the (batch, head), rows ld elements apart.
  * Every thread of the block calls it (T threads, this one tid). On the
  * shared-memory path it synchronizes the block twice and overwrites the
- * staging tile (bm rows of dv columns, CKT_SMEM_PADDED): call it once every
- * warp is done with that space. */
-CKT_INLINE CKT_DEVICE void ckt_fmha_block_store_o(uint16_t *out, int64_t ld, int sq, int hdim_v, int m0,
-                                                  ckt_smem_tile staging, const float *o, const float *inv, int wrow,
-                                                  int wm, int bm, int dv, int T, int tid, int bf16, int lane)
+ * staging tile (bm rows of dv columns, CKT_SMEM_PADDED or ROW_MAJOR): call it
+ * once every warp is done with that space. _cols: each warp holds columns
+ * [col0, col0 + dvw) of its rows (o: wm x dvw; the forward's V column split
+ * at head dim 512, ckt/fmha/fwd_body.h); the warps together cover bm x dv. */
+CKT_INLINE CKT_DEVICE void ckt_fmha_block_store_o_cols(uint16_t *out, int64_t ld, int sq, int hdim_v, int m0,
+                                                       ckt_smem_tile staging, const float *o, const float *inv,
+                                                       int wrow, int col0, int wm, int bm, int dv, int dvw, int T,
+                                                       int tid, int bf16, int lane)
 {
 #if CKT_FMHA_O_VIA_SMEM
     uint32_t v[CKT_FMHA_STORE_O_REGS_MAX];
     const ckt_window2d wo = ckt_window2d_make(ckt_view2d_make(out, sq, hdim_v, ld), m0, 0);
+    /* the warp's slice: the staging tile from column col0 (row-major or padded rows) */
+    const ckt_smem_tile slice = ckt_smem_tile_make(staging.base + col0, staging.layout, staging.cols);
     ckt_block_sync(); /* every warp is past its last read of the staging space */
-    ckt_fmha_warp_stage_o(staging, o, inv, wrow, wm, dv, bf16, lane);
+    ckt_fmha_warp_stage_o(slice, o, inv, wrow, wm, dvw, bf16, lane);
     ckt_block_sync();
     ckt_rows_load_smem_b16(v, staging.base, staging.layout, bm, dv, 8, T, tid);
     ckt_rows_store_b16(&wo, v, bm, dv, 8, T, tid);
 #else
     (void)staging;
     (void)bm;
+    (void)dv;
     (void)T;
     (void)tid;
-    ckt_fmha_warp_store_o(out, ld, sq, hdim_v, o, inv, m0 + wrow, wm, dv, bf16, lane);
+    ckt_fmha_warp_store_o(out + col0, ld, sq, hdim_v - col0, o, inv, m0 + wrow, wm, dvw, bf16, lane);
 #endif
+}
+
+/* The same, each warp holding all dv columns of its rows. */
+CKT_INLINE CKT_DEVICE void ckt_fmha_block_store_o(uint16_t *out, int64_t ld, int sq, int hdim_v, int m0,
+                                                  ckt_smem_tile staging, const float *o, const float *inv, int wrow,
+                                                  int wm, int bm, int dv, int T, int tid, int bf16, int lane)
+{
+    ckt_fmha_block_store_o_cols(out, ld, sq, hdim_v, m0, staging, o, inv, wrow, 0, wm, bm, dv, dv, T, tid, bf16, lane);
 }
 
 /* lse[i] <- the LSE of each finished row i = row0 + ckt_fmha_acc_row(r, lane)

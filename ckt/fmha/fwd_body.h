@@ -3,8 +3,8 @@
  *   #include "ckt/fmha.h"
  *   #define CKT_FMHA_NAME    my_attn_d128_bf16   (required) prefix of what is defined
  *   #define CKT_FMHA_DTYPE   CKT_BF16            (required) CKT_F16 or CKT_BF16
- *   #define CKT_FMHA_HDIM    128                 (required) q/k head dim: 32..256, multiple of 32
- *   #define CKT_FMHA_HDIM_V  128                 (optional, default HDIM) v/o head dim
+ *   #define CKT_FMHA_HDIM    128                 (required) q/k head dim: 32..576, multiple of 32
+ *   #define CKT_FMHA_HDIM_V  128                 (optional, default HDIM) v/o head dim: 32..512
  *   #include CKT_FMHA_FWD_BODY
  *
  * defines
@@ -47,6 +47,17 @@
  * products (CDNA computes them transposed, see ckt/fmha/softmax.h); the
  * modules hide the rest (the K/V ring has two cp.async stages on NVIDIA, one
  * on CDNA; O leaves through shared memory on NVIDIA, straight on CDNA).
+ *
+ * Head dims v above 256 (512; MLA's 576/512) split V's columns over
+ * CKT__FMHA_VSPLIT warps that share one row group: each computes the same
+ * S = Q K^T and softmax for the group's rows (duplicated, so the statistics
+ * agree bit for bit without an exchange) and P V for its DV / VSPLIT
+ * columns, so that O stays at d256's 128 registers a lane; each stores its
+ * column slice, the group's first warp the LSE. On CDNA Q, K and V of d512
+ * exceed the 64 KiB of LDS: K and V of a tile take turns in one unpadded
+ * (swizzled) buffer beside Q (CKT__FMHA_KV_ONEBUF), 64 KiB exactly; 576/512
+ * does not fit and declines there (fits() 0, launch CKT_ERROR_UNSUPPORTED).
+ * docs/fmha.md#head-dim-512.
  */
 
 /* >>parameters */
@@ -57,7 +68,7 @@
 #error "ckt/fmha/fwd_body.h: define CKT_FMHA_DTYPE as CKT_F16 or CKT_BF16"
 #endif
 #ifndef CKT_FMHA_HDIM
-#error "ckt/fmha/fwd_body.h: define CKT_FMHA_HDIM (32, 64, 96, 128, 192 or 256)"
+#error "ckt/fmha/fwd_body.h: define CKT_FMHA_HDIM (32, 64, 96, 128, 192, 256, 512 or 576)"
 #endif
 #ifndef CKT_FMHA_HDIM_V
 #define CKT_FMHA_HDIM_V CKT_FMHA_HDIM
@@ -104,11 +115,30 @@
 /* Tile shape: BM query rows per block, BN keys per step. */
 #define CKT__FMHA_D CKT_FMHA_HDIM
 #define CKT__FMHA_DV CKT_FMHA_HDIM_V
+/* warps that share a row group, each P V for DV / VSPLIT of V's columns
+ * (see the top): 2 for head dims v above 256 */
+#ifdef CKT_FMHA_VSPLIT
+#define CKT__FMHA_VSPLIT CKT_FMHA_VSPLIT
+#else
+#define CKT__FMHA_VSPLIT (CKT__FMHA_DV > 256 ? 2 : 1)
+#endif
+#define CKT__FMHA_DVW (CKT__FMHA_DV / CKT__FMHA_VSPLIT) /* a warp's columns of O */
+/* NVIDIA; CDNA up to head dim 256, and 512 with K and V through one
+ * swizzled buffer (Q [32][512] + [32][512]: the 64 KiB of LDS exactly) */
+#if defined(CKT_HAS_MFMA)
+#define CKT__FMHA_SUPPORTED ((CKT__FMHA_D <= 256 && CKT__FMHA_DV <= 256) || (CKT__FMHA_D <= 512 && CKT__FMHA_DV <= CKT__FMHA_D))
+#define CKT__FMHA_KV_ONEBUF (CKT__FMHA_D > 256 || CKT__FMHA_DV > 256)
+#define CKT__FMHA_LAYOUT (CKT__FMHA_KV_ONEBUF ? CKT_SMEM_ROW_MAJOR : CKT_SMEM_PADDED)
+#else
+#define CKT__FMHA_SUPPORTED 1
+#define CKT__FMHA_KV_ONEBUF 0
+#define CKT__FMHA_LAYOUT CKT_SMEM_PADDED
+#endif
 #ifdef CKT_FMHA_WARPS /* optional tuning knobs */
 #define CKT__FMHA_WARPS CKT_FMHA_WARPS
 #elif defined(CKT_HAS_MFMA)
 /* CDNA: 64 KiB of LDS hold Q (32 rows per wavefront) and one K/V stage */
-#define CKT__FMHA_WARPS ((CKT_FMHA_HDIM > 128 || CKT_FMHA_HDIM_V > 128) ? 1 : 4)
+#define CKT__FMHA_WARPS ((CKT_FMHA_HDIM > 128 || CKT_FMHA_HDIM_V > 128) ? CKT__FMHA_VSPLIT : 4)
 #else
 #define CKT__FMHA_WARPS 4
 #endif
@@ -124,7 +154,7 @@
 #ifdef CKT_FMHA_WARP_ROWS
 #define CKT__FMHA_WM CKT_FMHA_WARP_ROWS
 #else
-#define CKT__FMHA_WM (CKT__FMHA_DV <= 128 ? 32 : 16)
+#define CKT__FMHA_WM (CKT__FMHA_DVW <= 128 ? 32 : 16)
 #endif
 #ifdef CKT_FMHA_BLOCK_N
 #define CKT__FMHA_BN CKT_FMHA_BLOCK_N
@@ -132,7 +162,7 @@
 #define CKT__FMHA_BN (CKT__FMHA_D <= 64 ? 128 : CKT__FMHA_D <= 128 ? 64 : 32)
 #endif
 #endif
-#define CKT__FMHA_BM (CKT__FMHA_WARPS * CKT__FMHA_WM)
+#define CKT__FMHA_BM (CKT__FMHA_WARPS / CKT__FMHA_VSPLIT * CKT__FMHA_WM)
 /* k-steps of S = Q K^T unrolled per trip: 2 for head dims <= 64, else 4. Full
  * unrolling lets the compiler hoist every K fragment and spill; this keeps
  * them within the register budget (d128 at BN = 64: no spills, 4% faster
@@ -146,10 +176,11 @@
 #endif
 /* the Q tile's space also holds the O tile in the epilogue */
 #define CKT__FMHA_Q_ELEMS                                                                          \
-    (CKT__FMHA_D >= CKT__FMHA_DV ? CKT_SMEM_ELEMS(CKT_SMEM_PADDED, CKT__FMHA_BM, CKT__FMHA_D, 2)    \
-                                 : CKT_SMEM_ELEMS(CKT_SMEM_PADDED, CKT__FMHA_BM, CKT__FMHA_DV, 2))
-#define CKT__FMHA_K_ELEMS CKT_SMEM_ELEMS(CKT_SMEM_PADDED, CKT__FMHA_BN, CKT__FMHA_D, 2)
-#define CKT__FMHA_V_ELEMS CKT_SMEM_ELEMS(CKT_SMEM_PADDED, CKT__FMHA_BN, CKT__FMHA_DV, 2)
+    (CKT__FMHA_D >= CKT__FMHA_DV ? CKT_SMEM_ELEMS(CKT__FMHA_LAYOUT, CKT__FMHA_BM, CKT__FMHA_D, 2)    \
+                                 : CKT_SMEM_ELEMS(CKT__FMHA_LAYOUT, CKT__FMHA_BM, CKT__FMHA_DV, 2))
+#define CKT__FMHA_K_ELEMS CKT_SMEM_ELEMS(CKT__FMHA_LAYOUT, CKT__FMHA_BN, CKT__FMHA_D, 2)
+/* V after K in a stage, or in K's buffer (CKT__FMHA_KV_ONEBUF: no space of its own) */
+#define CKT__FMHA_V_ELEMS (CKT__FMHA_KV_ONEBUF ? 0 : CKT_SMEM_ELEMS(CKT__FMHA_LAYOUT, CKT__FMHA_BN, CKT__FMHA_DV, 2))
 /* K/V ring stages: 2 where copies are asynchronous (cp.async), else 1 */
 #if defined(CKT_HAS_CP_ASYNC)
 #define CKT__FMHA_STAGES 2
@@ -170,12 +201,23 @@
     ((int)(CKT__FMHA_SMEM_PER_MP / CKT__FMHA_SMEM_BYTES) < 1 ? 1                                            \
      : (int)(CKT__FMHA_SMEM_PER_MP / CKT__FMHA_SMEM_BYTES) > 16 ? 16 : (int)(CKT__FMHA_SMEM_PER_MP / CKT__FMHA_SMEM_BYTES))
 
-CKT_STATIC_ASSERT(CKT__FMHA_D % 32 == 0 && CKT__FMHA_D >= 32 && CKT__FMHA_D <= 256,
-                  "CKT_FMHA_HDIM must be a multiple of 32 in [32, 256] (smaller head dims run padded)");
-CKT_STATIC_ASSERT(CKT__FMHA_DV % 32 == 0 && CKT__FMHA_DV >= 32 && CKT__FMHA_DV <= 256,
-                  "CKT_FMHA_HDIM_V must be a multiple of 32 in [32, 256]");
+/* 576 / 512: MLA's shape; shared memory at BM 32 and BN 32, two stages:
+ * 162.5 KiB at d512 (sm_80 has 163), d576 needs BN 16 (docs/fmha.md) */
+CKT_STATIC_ASSERT(CKT__FMHA_D % 32 == 0 && CKT__FMHA_D >= 32 && CKT__FMHA_D <= 576,
+                  "CKT_FMHA_HDIM must be a multiple of 32 in [32, 576] (smaller head dims run padded)");
+CKT_STATIC_ASSERT(CKT__FMHA_DV % 32 == 0 && CKT__FMHA_DV >= 32 && CKT__FMHA_DV <= 512,
+                  "CKT_FMHA_HDIM_V must be a multiple of 32 in [32, 512]");
+CKT_STATIC_ASSERT(CKT__FMHA_DV % (32 * CKT__FMHA_VSPLIT) == 0 && CKT__FMHA_DVW <= 256 &&
+                      CKT__FMHA_WARPS % CKT__FMHA_VSPLIT == 0,
+                  "CKT_FMHA_VSPLIT: warps a row group, dividing CKT_FMHA_WARPS, with HDIM_V / VSPLIT a multiple of "
+                  "32 up to 256 (the O accumulator of a warp)");
+CKT_STATIC_ASSERT(CKT__FMHA_VSPLIT == 1 || !CKT__FMHA_PACK, "CKT_FMHA_VSPLIT > 1 does not pack GQA heads");
+CKT_STATIC_ASSERT(!CKT__FMHA_KV_ONEBUF || (!CKT__FMHA_KVC && !CKT__FMHA_PACK && CKT__FMHA_STAGES == 1),
+                  "CDNA at head dims above 256: define CKT_FMHA_KV_CACHE 0 (K and V share one buffer, contiguous only)");
+CKT_STATIC_ASSERT(!CKT__FMHA_SUPPORTED || CKT__FMHA_SMEM_BYTES <= CKT__FMHA_SMEM_PER_MP,
+                  "the block's shared memory exceeds the target's (CDNA 64 KiB, NVIDIA 227 KiB)");
 
-#if defined(CKT_HAS_MMA_SYNC) || defined(CKT_HAS_MFMA)
+#if (defined(CKT_HAS_MMA_SYNC) || defined(CKT_HAS_MFMA)) && CKT__FMHA_SUPPORTED
 
 /* Rescale O when some row max grew: always for head dims <= 64 on mma.sync
  * (measured faster there than the warp vote), else only when some lane of the
@@ -213,6 +255,7 @@ CKT_STATIC_ASSERT(CKT_ROWS_REGS(CKT__FMHA_BM, CKT__FMHA_DV, CKT__FMHA_THREADS, 2
 CKT_INLINE CKT_DEVICE void CKT__FMHA_FN(_body)(const ckt_fmha_fwd_args a, const int bias_on, const int drop_on)
 {
     enum { D = CKT__FMHA_D, DV = CKT__FMHA_DV, BM = CKT__FMHA_BM, BN = CKT__FMHA_BN, WM = CKT__FMHA_WM };
+    enum { DVW = CKT__FMHA_DVW }; /* this warp's columns of O (DV / VSPLIT) */
     enum { ROWS = CKT_FMHA_ROW_SLOTS(WM) }; /* query rows a lane holds (ckt/fmha/softmax.h) */
     CKT_DYNAMIC_SHARED(uint16_t, smem);
     const int tid = (int)ckt_thread_idx_x(), warp = (int)ckt_warp_id(), lane = (int)ckt_lane_id();
@@ -241,7 +284,10 @@ CKT_INLINE CKT_DEVICE void CKT__FMHA_FN(_body)(const ckt_fmha_fwd_args a, const 
     }
     const ckt_fmha_mask_params mask = ckt_fmha_mask_make(a.mask, a.window_left, a.window_right, sq.sq, kv.sk);
     const float scale = a.scale > 0.0f ? a.scale : 1.0f / sqrtf((float)a.hdim_q);
-    const int wrow0 = m0 + warp * WM; /* this warp's first tile row */
+    /* the warp's row group (first row wr of the tile) and column slice of O,
+     * [vc0, vc0 + DVW): the VSPLIT warps of a group share their rows */
+    const int wr = warp / CKT__FMHA_VSPLIT * WM, vc0 = warp % CKT__FMHA_VSPLIT * DVW;
+    const int wrow0 = m0 + wr; /* this warp's first tile row */
     /* bias or ALiBi (ckt/fmha/bias.h): in the _bias_kernel only */
     const ckt_fmha_bias_params bias = ckt_fmha_bias_make(a.bias, a.bias_stride_b, a.bias_stride_h, a.bias_stride_s,
                                                          a.alibi_slopes, a.alibi_stride_b, &mask);
@@ -279,9 +325,9 @@ CKT_INLINE CKT_DEVICE void CKT__FMHA_FN(_body)(const ckt_fmha_fwd_args a, const 
 
     /* shared tiles padded 16 bytes a row (CKT_SMEM_PADDED): Q [BM][D], then
      * per stage K [BN][D] and V [BN][DV] */
-    ckt_smem_tile sQ = ckt_smem_tile_make(smem, CKT_SMEM_PADDED, D);
-#define CKT__FMHA_SK(st) ckt_smem_tile_make(smem + CKT__FMHA_Q_ELEMS + (st) * (CKT__FMHA_K_ELEMS + CKT__FMHA_V_ELEMS), CKT_SMEM_PADDED, D)
-#define CKT__FMHA_SV(st) ckt_smem_tile_make(smem + CKT__FMHA_Q_ELEMS + (st) * (CKT__FMHA_K_ELEMS + CKT__FMHA_V_ELEMS) + CKT__FMHA_K_ELEMS, CKT_SMEM_PADDED, DV)
+    ckt_smem_tile sQ = ckt_smem_tile_make(smem, CKT__FMHA_LAYOUT, D);
+#define CKT__FMHA_SK(st) ckt_smem_tile_make(smem + CKT__FMHA_Q_ELEMS + (st) * (CKT__FMHA_K_ELEMS + CKT__FMHA_V_ELEMS), CKT__FMHA_LAYOUT, D)
+#define CKT__FMHA_SV(st) ckt_smem_tile_make(smem + CKT__FMHA_Q_ELEMS + (st) * (CKT__FMHA_K_ELEMS + CKT__FMHA_V_ELEMS) + (CKT__FMHA_KV_ONEBUF ? 0 : CKT__FMHA_K_ELEMS), CKT__FMHA_LAYOUT, DV)
 /* K/V tile at the windows' origin into stage st from source src (a
  * constant in the key loop): 0 the contiguous tile, 1 a paged pool
  * (ckt/fmha/page.h: one page id a tile when pages hold whole tiles, else a
@@ -306,21 +352,28 @@ CKT_INLINE CKT_DEVICE void CKT__FMHA_FN(_body)(const ckt_fmha_fwd_args a, const 
         }                                                                                                       \
     } while (0)
 
+/* CKT__FMHA_KV_ONEBUF: the tile's K, or its V, alone into the one buffer
+ * (contiguous tensors: the instance has no KV cache) */
+#define CKT__FMHA_LOAD_K() ckt_smem_tile_load_async(CKT__FMHA_SK(0), &wk, BN, D, CKT__FMHA_THREADS, tid)
+#define CKT__FMHA_LOAD_V() ckt_smem_tile_load_async(CKT__FMHA_SV(0), &wv, BN, DV, CKT__FMHA_THREADS, tid)
+
     /* Q and the first K/V tile in flight */
     if (CKT__FMHA_PACK)
         ckt_fmha_pack_load_q_async(sQ, qp, a.q_stride_h, a.q_stride_s, g, sq.sq, m0, a.hdim_q, BM, D, CKT__FMHA_THREADS, tid);
     else
         ckt_smem_tile_load_async(sQ, &wq, BM, D, CKT__FMHA_THREADS, tid);
-    if (nblocks > 0)
+    if (nblocks > 0 && CKT__FMHA_KV_ONEBUF)
+        CKT__FMHA_LOAD_K();
+    else if (nblocks > 0)
         CKT__FMHA_LOAD_KV_FROM(kv.ids ? 1 : 0, 0);
     ckt_pipe_commit();
 
     /* O = 0, m = -inf, l = 0: the accumulator and the running max (log2
      * domain) and partial sum of each of the lane's rows */
-    float o_acc[CKT_WARP_ACC_REGS(WM, DV)];
+    float o_acc[CKT_WARP_ACC_REGS(WM, DVW)];
     float row_m[ROWS], row_l[ROWS];
     CKT_UNROLL
-    for (int i = 0; i < CKT_WARP_ACC_REGS(WM, DV); i++)
+    for (int i = 0; i < CKT_WARP_ACC_REGS(WM, DVW); i++)
         o_acc[i] = 0.0f;
     ckt_fmha_softmax_init(row_m, row_l, WM);
 
@@ -357,35 +410,42 @@ CKT_INLINE CKT_DEVICE void CKT__FMHA_FN(_body)(const ckt_fmha_fwd_args a, const 
         const ckt_fmha_dropout dr = ckt_fmha_dropout_of(a.p_drop, a.drop_seed, a.drop_offset, a.drop_seed_offset);
         ckt_fmha_dropout_scale_rows(inv, &dr, WM);
     }
+    /* the group's first warp stores the LSE; each its columns [vc0, vc0 + DVW) of O */
+    const int lse_warp = vc0 == 0;
     if (splits > 1) { /* a partial: fp32 O and LSE into the workspace (ckt/fmha/splitkv.h) */
         const int64_t r0 = ckt_fmha_splitkv_row(t.split, b, h, 0, a.batch, a.nhead_q, a.seqlen_q);
         float *o_acc_ws = (float *)((char *)a.workspace + ckt_fmha_splitkv_o_offset(splits, a.batch, a.nhead_q, a.seqlen_q));
         if (CKT__FMHA_PACK) { /* heads seqlen_q rows apart */
-            ckt_fmha_pack_store_o_f32(o_acc_ws + r0 * a.hdim_v, (int64_t)a.seqlen_q * a.hdim_v, a.hdim_v, g, sq.sq,
-                                      a.hdim_v, o_acc, inv, wrow0, WM, DV, lane);
-            ckt_fmha_pack_store_lse((float *)a.workspace + r0, a.seqlen_q, 1, g, sq.sq, row_m, row_l, wrow0, WM, lane);
+            ckt_fmha_pack_store_o_f32(o_acc_ws + r0 * a.hdim_v + vc0, (int64_t)a.seqlen_q * a.hdim_v, a.hdim_v, g, sq.sq,
+                                      a.hdim_v - vc0, o_acc, inv, wrow0, WM, DVW, lane);
+            if (lse_warp)
+                ckt_fmha_pack_store_lse((float *)a.workspace + r0, a.seqlen_q, 1, g, sq.sq, row_m, row_l, wrow0, WM, lane);
         } else {
-            ckt_fmha_warp_store_o_f32(o_acc_ws + r0 * a.hdim_v, a.hdim_v, sq.sq, a.hdim_v, o_acc, inv, wrow0, WM, DV, lane);
-            ckt_fmha_warp_store_lse((float *)a.workspace + r0, row_m, row_l, wrow0, sq.sq, WM, lane);
+            ckt_fmha_warp_store_o_f32(o_acc_ws + r0 * a.hdim_v + vc0, a.hdim_v, sq.sq, a.hdim_v - vc0, o_acc, inv, wrow0,
+                                      WM, DVW, lane);
+            if (lse_warp)
+                ckt_fmha_warp_store_lse((float *)a.workspace + r0, row_m, row_l, wrow0, sq.sq, WM, lane);
         }
         return;
     }
     if (CKT__FMHA_PACK) { /* rows of g heads: straight from the registers */
-        ckt_fmha_pack_store_o(op, a.o_stride_h, a.o_stride_s, g, sq.sq, a.hdim_v, o_acc, inv, wrow0, WM, DV,
-                              CKT__FMHA_BF16, lane);
-        if (a.lse)
+        ckt_fmha_pack_store_o(op + vc0, a.o_stride_h, a.o_stride_s, g, sq.sq, a.hdim_v - vc0, o_acc, inv, wrow0, WM,
+                              DVW, CKT__FMHA_BF16, lane);
+        if (a.lse && lse_warp)
             ckt_fmha_pack_store_lse(a.lse + ckt_fmha_row_offset(a.group_mode, b, h, sq.q_start, a.lse_stride_b, a.lse_stride_h, 1),
                                     a.lse_stride_h, 1, g, sq.sq, row_m, row_l, wrow0, WM, lane);
         return;
     }
-    ckt_fmha_block_store_o(op, a.o_stride_s, sq.sq, a.hdim_v, m0, ckt_smem_tile_make(smem, CKT_SMEM_PADDED, DV), o_acc,
-                           inv, warp * WM, WM, BM, DV, CKT__FMHA_THREADS, tid, CKT__FMHA_BF16, lane);
-    if (a.lse)
+    ckt_fmha_block_store_o_cols(op, a.o_stride_s, sq.sq, a.hdim_v, m0, ckt_smem_tile_make(smem, CKT__FMHA_LAYOUT, DV),
+                                o_acc, inv, wr, vc0, WM, BM, DV, DVW, CKT__FMHA_THREADS, tid, CKT__FMHA_BF16, lane);
+    if (a.lse && lse_warp)
         ckt_fmha_warp_store_lse(a.lse + ckt_fmha_row_offset(a.group_mode, b, h, sq.q_start, a.lse_stride_b, a.lse_stride_h, 1),
                                 row_m, row_l, wrow0, sq.sq, WM, lane);
 #undef CKT__FMHA_SK
 #undef CKT__FMHA_SV
 #undef CKT__FMHA_LOAD_KV_FROM
+#undef CKT__FMHA_LOAD_K
+#undef CKT__FMHA_LOAD_V
 }
 
 CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS)
@@ -473,7 +533,7 @@ static inline int CKT__FMHA_FN(_grid_rows)(const ckt_fmha_fwd_args *a)
 
 static inline int CKT__FMHA_FN(_fits)(const ckt_fmha_fwd_args *a)
 {
-    return a && a->dtype == (CKT_FMHA_DTYPE) && a->hdim_q > 0 && a->hdim_q <= CKT__FMHA_D &&
+    return CKT__FMHA_SUPPORTED && a && a->dtype == (CKT_FMHA_DTYPE) && a->hdim_q > 0 && a->hdim_q <= CKT__FMHA_D &&
            a->hdim_v > 0 && a->hdim_v <= CKT__FMHA_DV && a->hdim_q % 8 == 0 && a->hdim_v % 8 == 0 &&
            (CKT__FMHA_KVC || !ckt_fmha_fwd_uses_kv_cache(a));
 }
@@ -522,6 +582,9 @@ static inline size_t CKT__FMHA_FN(_workspace_bytes)(const ckt_fmha_fwd_args *a)
 
 static inline ckt_status CKT__FMHA_FN(_launch)(const ckt_fmha_fwd_args *a, ckt_stream stream)
 {
+    if (!CKT__FMHA_SUPPORTED) /* before the arguments: no call can run */
+        return ckt__fail(CKT_ERROR_UNSUPPORTED, "fmha: head dims %d/%d do not fit the CDNA LDS (64 KiB) in the "
+                         "forward (up to 512/512)", CKT__FMHA_D, CKT__FMHA_DV);
     ckt_status st = ckt_fmha_fwd_validate(a, (CKT_FMHA_DTYPE), CKT__FMHA_D, CKT__FMHA_DV);
     if (st != CKT_SUCCESS)
         return st;
@@ -529,7 +592,7 @@ static inline ckt_status CKT__FMHA_FN(_launch)(const ckt_fmha_fwd_args *a, ckt_s
         return ckt__fail(CKT_ERROR_UNSUPPORTED,
                          "%s: set, but this instance was compiled without the KV cache (CKT_FMHA_KV_CACHE 0)",
                          a->page_size ? "page_size" : a->cache_batch_idx ? "cache_batch_idx" : "num_splits / workspace");
-#if defined(CKT_HAS_MMA_SYNC) || defined(CKT_HAS_MFMA)
+#if (defined(CKT_HAS_MMA_SYNC) || defined(CKT_HAS_MFMA)) && CKT__FMHA_SUPPORTED
     if (ckt_fmha_fwd_is_empty(a))
         return CKT_SUCCESS; /* nothing to compute */
     ckt_fmha_fwd_args k = *a; /* with the resolved split count */
@@ -577,6 +640,12 @@ static inline ckt_status CKT__FMHA_FN(_launch)(const ckt_fmha_fwd_args *a, ckt_s
 #undef CKT_FMHA_HDIM_V
 #undef CKT__FMHA_D
 #undef CKT__FMHA_DV
+#undef CKT__FMHA_DVW
+#undef CKT__FMHA_VSPLIT
+#undef CKT__FMHA_SUPPORTED
+#undef CKT__FMHA_KV_ONEBUF
+#undef CKT__FMHA_LAYOUT
+#undef CKT_FMHA_VSPLIT
 #undef CKT__FMHA_WARPS
 #undef CKT__FMHA_THREADS
 #undef CKT__FMHA_WM

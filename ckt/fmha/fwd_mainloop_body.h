@@ -34,7 +34,7 @@
         CKT__FMHA_S_UNROLL
         for (int kk = 0; kk < D; kk += 16) {
             uint32_t qf[CKT_WARP_A_REGS(WM, 16)], kf[CKT_WARP_B_REGS(16, BN)];
-            ckt_warp_load_a(qf, sQ, warp * WM, kk, WM, 16);
+            ckt_warp_load_a(qf, sQ, wr, kk, WM, 16);
             ckt_warp_load_b_nk(kf, sK, 0, kk, 16, BN);
             ckt_warp_mma(s_acc, qf, kf, WM, BN, 16, CKT__FMHA_BF16);
         }
@@ -45,10 +45,15 @@
         for (int kk = 0; kk < D; kk += 16) {
             uint32_t kf[CKT_WARP_A_REGS(BN, 16)], qf[CKT_WARP_B_REGS(16, WM)];
             ckt_warp_load_a(kf, sK, 0, kk, BN, 16);
-            ckt_warp_load_b_nk(qf, sQ, warp * WM, kk, 16, WM);
+            ckt_warp_load_b_nk(qf, sQ, wr, kk, 16, WM);
             ckt_warp_mma(s_acc, kf, qf, BN, WM, 16, CKT__FMHA_BF16);
         }
 #endif
+        if (CKT__FMHA_KV_ONEBUF) { /* V into K's buffer once every warp has read K */
+            ckt_block_sync();
+            CKT__FMHA_LOAD_V();
+            ckt_pipe_commit();
+        }
 
         /* scores soft-capped (or biased: s scale + B, natural logits; never
          * both), masked to -inf where the mask or the end of the keys cuts
@@ -77,9 +82,13 @@
 
         /* O = O corr (diag(exp2(m_old - m_new)) O) */
         if (CKT__FMHA_RESCALE_ALWAYS || ckt_warp_any(grew))
-            ckt_fmha_rescale(o_acc, corr, WM, DV);
+            ckt_fmha_rescale(o_acc, corr, WM, DVW);
 
-        /* O += P V */
+        if (CKT__FMHA_KV_ONEBUF) { /* V has landed */
+            ckt_cp_async_wait(0);
+            ckt_block_sync();
+        }
+        /* O += P V, this warp's columns [vc0, vc0 + DVW) */
 #if defined(CKT_HAS_MMA_SYNC)
         /* P's registers become A fragments without leaving the lane */
         uint32_t pf[CKT_WARP_A_REGS(WM, BN)];
@@ -91,14 +100,14 @@
         }
         CKT_UNROLL
         for (int kk = 0; kk < BN; kk += 16) {
-            uint32_t vf[CKT_WARP_B_REGS(16, DV)], pk[CKT_WARP_A_REGS(WM, 16)];
+            uint32_t vf[CKT_WARP_B_REGS(16, DVW)], pk[CKT_WARP_A_REGS(WM, 16)];
             CKT_UNROLL
             for (int mi = 0; mi < WM / 16; mi++)
                 CKT_UNROLL
                 for (int e = 0; e < 4; e++)
                     pk[mi * 4 + e] = pf[(mi * (BN / 16) + kk / 16) * 4 + e];
-            ckt_warp_load_b_kn(vf, sV, kk, 0, 16, DV);
-            ckt_warp_mma(o_acc, pk, vf, WM, DV, 16, CKT__FMHA_BF16);
+            ckt_warp_load_b_kn(vf, sV, kk, vc0, 16, DVW);
+            ckt_warp_mma(o_acc, pk, vf, WM, DVW, 16, CKT__FMHA_BF16);
         }
 #else
         /* O^T[DV x 32] += V^T[DV x BN] P^T[BN x 32]: the B fragment of k-step
@@ -106,21 +115,24 @@
          * 4 ks .. 4 ks + 3 of this lane, packed to 16 bits */
         CKT_UNROLL
         for (int ks = 0; ks < BN / 8; ks++) {
-            uint32_t pf[2], vf[CKT_WARP_A_REGS(DV, 8)];
+            uint32_t pf[2], vf[CKT_WARP_A_REGS(DVW, 8)];
             const float *p4 = &s_acc[4 * ks];
             pf[0] = CKT__FMHA_BF16 ? ckt_pack2_bf16(p4[0], p4[1]) : ckt_pack2_f16(p4[0], p4[1]);
             pf[1] = CKT__FMHA_BF16 ? ckt_pack2_bf16(p4[2], p4[3]) : ckt_pack2_f16(p4[2], p4[3]);
             /* A = V^T: row d, keys 8 ks + 4 (lane/32) .. +3 = a column of V,
              * gathered like a [k][n] B operand */
-            ckt_warp_load_b_kn(vf, sV, ks * 8, 0, 8, DV);
-            ckt_warp_mma(o_acc, vf, pf, DV, WM, 8, CKT__FMHA_BF16);
+            ckt_warp_load_b_kn(vf, sV, ks * 8, vc0, 8, DVW);
+            ckt_warp_mma(o_acc, vf, pf, DVW, WM, 8, CKT__FMHA_BF16);
         }
 #endif
         if (CKT__FMHA_STAGES == 1 && nb + 1 < nblocks) { /* one buffer: refill it once all are done */
             ckt_block_sync();
             ckt_window2d_move(&wk, BN, 0);
             ckt_window2d_move(&wv, BN, 0);
-            CKT__FMHA_LOAD_KV_FROM(CKT__FMHA_KV_SRC, 0);
+            if (CKT__FMHA_KV_ONEBUF) /* K alone; V once K is read (above) */
+                CKT__FMHA_LOAD_K();
+            else
+                CKT__FMHA_LOAD_KV_FROM(CKT__FMHA_KV_SRC, 0);
             ckt_pipe_commit();
         }
     }

@@ -19,8 +19,11 @@ enum {
         (int)(sizeof ckt__fmha_fwd_tables / sizeof ckt__fmha_fwd_tables[0] - 1) * CKT__FMHA_FWD_PER_FILE
 };
 
-/* The largest head dim any instance takes (for messages). */
-#define CKT__FMHA_FWD_MAX_HDIM 256
+/* The largest head dims any instance takes (for messages): q/k 576, v 512
+ * (fwd_d576_dv512.c; NVIDIA only above 256). */
+#define CKT__FMHA_FWD_MAX_HDIM 576
+#define CKT__FMHA_FWD_MAX_HDIM_V 512
+#define CKT__FMHA_BWD_MAX_HDIM 512 /* the backward's (NVIDIA only above 192) */
 
 const ckt_fmha_fwd_instance *ckt_fmha_fwd_instance_at(int i)
 {
@@ -118,8 +121,8 @@ const ckt_fmha_fwd_instance *ckt__fmha_fwd_pick(const ckt_fmha_fwd_args *a, ckt_
         ckt__fmha_fwd_list_dims(dims, sizeof dims, a->dtype, kv);
         const char *why = a->hdim_q % CKT_FMHA_VEC_ELEMS ? "hdim_q is not a multiple of 8"
                         : a->hdim_v % CKT_FMHA_VEC_ELEMS ? "hdim_v is not a multiple of 8"
-                        : a->hdim_q > CKT__FMHA_FWD_MAX_HDIM || a->hdim_v > CKT__FMHA_FWD_MAX_HDIM
-                              ? "head dims go up to 256"
+                        : a->hdim_q > CKT__FMHA_FWD_MAX_HDIM || a->hdim_v > CKT__FMHA_FWD_MAX_HDIM_V
+                              ? "head dims go up to 576 (q/k) and 512 (v)"
                         : kv ? "no compiled instance with the KV cache (paged, split-KV, cache_batch_idx) covers it"
                              : "no compiled head-dim pair covers it";
         if (a->hdim_q % CKT_FMHA_VEC_ELEMS == 0 && a->hdim_v % CKT_FMHA_VEC_ELEMS == 0) {
@@ -281,8 +284,8 @@ static const ckt_fmha_bwd_instance *ckt__fmha_bwd_pick(const ckt_fmha_bwd_traits
     if (!best) {
         const char *why = t->hdim_q % CKT_FMHA_VEC_ELEMS ? "hdim_q is not a multiple of 8"
                         : t->hdim_v % CKT_FMHA_VEC_ELEMS ? "hdim_v is not a multiple of 8"
-                        : t->hdim_q > CKT__FMHA_FWD_MAX_HDIM || t->hdim_v > CKT__FMHA_FWD_MAX_HDIM
-                              ? "head dims go up to 256"
+                        : t->hdim_q > CKT__FMHA_BWD_MAX_HDIM || t->hdim_v > CKT__FMHA_BWD_MAX_HDIM
+                              ? "head dims go up to 512"
                         : covered ? "this target's backward instances stop below it (CDNA: head dims up to 192, "
                                     "the LDS limit)"
                                   : "no compiled head-dim pair covers it";

@@ -17,8 +17,10 @@ Masks follow FlashAttention: causal, window=(left, right) (-1: unlimited). atten
 causal aligns top-left like SDPA's is_causal unless bottom_right=True; varlen and
 with_kvcache align bottom-right like FlashAttention's. scale None (or 0): 1/sqrt(d);
 softcap 0: none; GQA / MQA: h a multiple of h_k; fp16 / bf16, head dims multiples of 8
-up to 256. Failures raise ckt.CktError with the library's message, which starts with the
-name of the bad argument.
+up to 256, and 512 (forward without the KV cache; backward on NVIDIA), q/k 576 with v 512
+(forward, NVIDIA).
+Failures raise ckt.CktError with the library's message, which starts with the name of
+the bad argument.
 
 torch tensors get autograd (the forward saves the LSE, the backward calls ckt_fmha_bwd),
 outputs from torch's allocator and the current CUDA stream. Other inputs (numpy arrays,

@@ -1102,8 +1102,8 @@ TEST(BwdErrors, WorkspaceAndPlan)
     ckt_fmha_bwd_plan plan;
     ASSERT_EQ(ckt_fmha_bwd_plan_init(&plan, &t), CKT_SUCCESS) << ckt_last_error();
     EXPECT_NE(ckt_fmha_bwd_run(&plan, &r.d, nullptr), CKT_SUCCESS);
-    // head dims past 256
-    t.hdim_q = 264;
+    // head dims past 512
+    t.hdim_q = 520;
     EXPECT_EQ(ckt_fmha_bwd_plan_init(&plan, &t), CKT_ERROR_NO_INSTANCE);
 }
 

@@ -22,6 +22,8 @@ run -b=1 -h=4 -h_k=1 -s=40 -s_k=90 -mask=b -iperm=0 -operm=0
 run -h=4 -h_k=2 -s=50 -mask=t:10,5 -d=32 -d_v=32 -scale=0.2
 run -s=50 -mask=t -logits_soft_cap=5 -init=ui
 run -s=33 -d=192 -d_v=128 -prec=bf16
+run -s=40 -s_k=70 -d=512 -h=2 -h_k=1 -mask=b -prec=bf16
+run -mode=1 -b=3 -s=40,1,9 -s_k=5,0,60 -d=512 -mask=t -deterministic=1
 run -mode=1 -b=3 -s=60,1,33 -s_k=70,0,33 -mask=b:16,0 -prec=bf16
 run -mode=1 -b=2 -s=20,33 -deterministic=1 -prepare=sync
 run -mode=1 -b=3 -s=10,0,33 -s_qpad=40 -s_kpad=50 -mask=2 -deterministic=1 -prepare=async

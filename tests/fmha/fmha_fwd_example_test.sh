@@ -20,6 +20,10 @@ run -mask=b:-1,3 -d=80 -d_v=40 -scale_s=0.2 -logits_soft_cap=5
 run -mode=1 -b=3 -s=100,1,57 -s_k=130,0,57 -mask=b:16,0 -lse=1
 run -mode=1 -b=4 -s=10,0,33 -s_qpad=40 -s_kpad=50 -lse=1 -mask=2 -init=ui
 run -s=1 -s_k=0 -lse=1 -init=nf
+# head dim 512 and MLA's 576/512 (V's columns split over two warps a row group)
+run -d=512 -h=2 -h_k=1 -s=40 -s_k=70 -mask=b -lse=1
+run -d=512 -mode=1 -b=3 -s=40,1,9 -s_k=5,0,60 -mask=t -prec=bf16 -lse=1
+run -d=576 -d_v=512 -s=1 -s_k=257 -h=8 -h_k=1 -prec=bf16 -lse=1
 # the KV cache: split-KV, pages (vLLM and sglang tables), cache_batch_idx, a sparse pool past 4 GB
 run -s=1 -s_k=300 -h=8 -h_k=2 -num_splits=3 -prec=bf16 -lse=1
 run -s=4 -s_k=200 -num_splits=0 -page_block_size=16 -mask=b

@@ -7,19 +7,19 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 out=$("$tool") || fail "table: exit $?"
 grep -q "^ckt_fmha_fwd_bf16_d128 .*fwd .*bf16 .*128/128" <<<"$out" || fail "table lacks the bf16 d128 forward: $out"
-grep -q "^instance set: all; targets: cpu-emulator nv; 50 instances" <<<"$out" || fail "table footer: $(tail -1 <<<"$out")"
+grep -q "^instance set: all; targets: cpu-emulator nv; 56 instances" <<<"$out" || fail "table footer: $(tail -1 <<<"$out")"
 
 json=$("$tool" -json) || fail "-json: exit $?"
 python3 - "$json" <<'PY' || fail "-json does not parse or lacks instances"
 import json, sys
 d = json.loads(sys.argv[1])
 names = [i["name"] for i in d["instances"]]
-assert len(names) == len(set(names)) == 50, len(names)
+assert len(names) == len(set(names)) == 56, len(names)
 assert d["instance_set"] == "all" and d["sets"]["training"] == ["fwd", "bwd"], d["sets"]
 kv = [i for i in d["instances"] if i["family"] == "fwd_kv"]
 assert len(kv) == 14 and all("paged" in i["features"] and i["stages"] == ["attention", "combine"] for i in kv)
 PY
-[ "$(grep -c '"family": "bwd"' <<<"$json")" = 14 ] || fail "grep finds not 14 bwd instances in -json"
+[ "$(grep -c '"family": "bwd"' <<<"$json")" = 16 ] || fail "grep finds not 16 bwd instances in -json"
 [ "$("$tool" -json=1 -family=fwd_decode | grep -c '"name"')" = 6 ] || fail "-family=fwd_decode"
 
 out=$("$tool" -select=fwd -prec=bf16 -d=128 -s=1 -s_k=4096 -page_block_size=16) || fail "-select=fwd: exit $?"
@@ -33,9 +33,9 @@ grep -q '"num_splits": 4, "workspace_bytes": 1056768, "stages": \["attention_par
 out=$("$tool" -select=bwd -d=64 -deterministic=1) || fail "-select=bwd: exit $?"
 grep -q '"stages": \["dot_do_o", "dq_dk_dv", "convert_dq"\]' <<<"$out" || fail "bwd plan: $out"
 
-out=$("$tool" -select=fwd -d=264); rc=$?
+out=$("$tool" -select=fwd -d=584); rc=$?
 [ $rc = 1 ] || fail "a miss exits $rc, not 1"
-grep -q "^no instance: ckt_fmha_fwd: no instance for fp16 hdim_q=264 hdim_v=264: head dims go up to 256" <<<"$out" || fail "$out"
+grep -q "^no instance: ckt_fmha_fwd: no instance for fp16 hdim_q=584 hdim_v=584: head dims go up to 576 (q/k) and 512 (v)" <<<"$out" || fail "$out"
 
 "$tool" -bogus=1 2>/dev/null; [ $? = 2 ] || fail "an unknown option does not exit 2"
 "$tool" -family=nope 2>/dev/null; [ $? = 2 ] || fail "a bad family does not exit 2"

@@ -270,14 +270,13 @@ int64_t expect_randval_matches(const FwdRun &r, const std::vector<uint8_t> &ref)
     return n;
 }
 
-class Fwd : public ::testing::TestWithParam<Case> {};
-
-TEST_P(Fwd, MatchesReference)
+// Runs case c and compares O and LSE with the reference; checks that
+// nothing outside the logical rows is written.
+void expect_matches_reference(const Case &c)
 {
-    const Case &c = GetParam();
     FwdRun r;
     run_case(c, r);
-    if (HasFatalFailure())
+    if (::testing::Test::HasFatalFailure())
         return;
     const ckt_fmha_fwd_args &a = r.h;
     std::vector<float> o_ref(r.o.size(), 0.0f), lse_ref(r.lse.size(), 0.0f);
@@ -322,6 +321,13 @@ TEST_P(Fwd, MatchesReference)
             ASSERT_EQ(r.lse[i], kLseSentinel) << "LSE element " << i << " outside the logical rows was written";
         }
     }
+}
+
+class Fwd : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Fwd, MatchesReference)
+{
+    expect_matches_reference(GetParam());
 }
 
 std::vector<Case> matrix()
@@ -728,6 +734,149 @@ std::vector<Case> matrix()
 INSTANTIATE_TEST_SUITE_P(Matrix, Fwd, ::testing::ValuesIn(matrix()),
                          [](const ::testing::TestParamInfo<Case> &i) { return i.param.name; });
 
+// >>head dim 512 and 576/512 (lib/fmha/fwd_d512.c, fwd_d576_dv512.c): V's
+// columns split over two warps a row group (ckt/fmha/fwd_body.h). A few
+// shapes per case: the emulator is slow at these head dims. On CDNA d512
+// runs with K and V through one buffer; 576/512 declines (64 KiB of LDS):
+// the dispatcher finds no instance, the launch says CKT_ERROR_UNSUPPORTED.
+#if defined(CKT_CPU_PROFILE_CDNA) || defined(CKT_BACKEND_AMD)
+#define CKT_TEST_FWD_CDNA 1
+#else
+#define CKT_TEST_FWD_CDNA 0
+#endif
+
+// Whether this target runs head dims d / dv (CDNA: up to 512 / 512).
+bool fwd_runs_here(int d, int dv)
+{
+    return !CKT_TEST_FWD_CDNA || (d <= 512 && dv <= 512);
+}
+
+std::vector<Case> matrix_d512()
+{
+    std::vector<Case> cs;
+    auto add = [&cs](Case c) {
+        c.name = case_name(c);
+        cs.push_back(c);
+    };
+    struct Shape {
+        ckt_dtype dt;
+        int d, dv, group, batch, h, hk;
+        std::vector<int> sq, sk;
+        ckt_fmha_mask m;
+        int wl, wr, lse;
+    };
+    const Shape shapes[] = {
+        {CKT_F16, 512, 512, 0, 2, 4, 2, {55}, {100}, CKT_MASK_CAUSAL_BOTTOM_RIGHT, 0, 0, 1},
+        {CKT_BF16, 512, 512, 0, 1, 2, 1, {1}, {257}, CKT_MASK_NONE, 0, 0, 1},
+        {CKT_BF16, 512, 512, 0, 1, 2, 2, {257}, {3}, CKT_MASK_CAUSAL_TOP_LEFT, 0, 0, 0},
+        {CKT_F16, 512, 512, 0, 1, 3, 1, {100}, {55}, CKT_MASK_WINDOW_TOP_LEFT, 16, 5, 1},
+        {CKT_BF16, 512, 512, 1, 4, 2, 1, {1, 3, 55, 0}, {257, 100, 3, 5}, CKT_MASK_WINDOW_BOTTOM_RIGHT, 40, 0, 1},
+        {CKT_F16, 320, 320, 0, 1, 2, 2, {33}, {71}, CKT_MASK_CAUSAL_BOTTOM_RIGHT, 0, 0, 1}, // padded, on d512
+        {CKT_F16, 576, 512, 0, 2, 8, 1, {1}, {257}, CKT_MASK_NONE, 0, 0, 1},                 // MLA decode
+        {CKT_BF16, 576, 512, 1, 2, 2, 2, {3, 55}, {100, 257}, CKT_MASK_CAUSAL_BOTTOM_RIGHT, 0, 0, 1},
+        {CKT_BF16, 576, 512, 0, 1, 2, 1, {100}, {55}, CKT_MASK_WINDOW_BOTTOM_RIGHT, 3, -1, 0},
+        {CKT_F16, 520, 264, 0, 1, 2, 2, {40}, {57}, CKT_MASK_NONE, 0, 0, 1}, // padded, on d576/512
+    };
+    int n = 0;
+    for (const Shape &sh : shapes) {
+        Case c;
+        c.dt = sh.dt;
+        c.d = sh.d;
+        c.dv = sh.dv;
+        c.group = sh.group;
+        c.batch = sh.batch;
+        c.h = sh.h;
+        c.hk = sh.hk;
+        c.sq = sh.sq;
+        c.sk = sh.sk;
+        c.mask = sh.m;
+        c.wl = sh.wl;
+        c.wr = sh.wr;
+        c.lse = sh.lse;
+        c.iperm = n % 2;
+        c.operm = n % 3 != 1;
+        if (c.group)
+            c.qpad = 5, c.kpad = 11;
+        n++;
+        add(c);
+    }
+    // the options' kernels: bias with dropout and sinks, ALiBi
+    Case c;
+    c.d = c.dv = 512;
+    c.dt = CKT_BF16;
+    c.bias = 1;
+    c.p_drop = 0.3f;
+    c.randval = 1;
+    c.sink = 1;
+    c.sq = {40};
+    c.sk = {70};
+    c.h = 2;
+    c.hk = 1;
+    c.batch = 1;
+    c.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT;
+    add(c);
+    c.bias = 2;
+    c.p_drop = 0.0f;
+    c.randval = 0;
+    c.sink = 0;
+    c.d = 576;
+    add(c);
+    return cs;
+}
+
+class Fwd512 : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Fwd512, MatchesReference)
+{
+    const Case &c = GetParam();
+    if (fwd_runs_here(c.d, c.dv)) {
+        expect_matches_reference(c);
+        return;
+    }
+    ckt_fmha_fwd_args a;
+    memset(&a, 0, sizeof a);
+    a.dtype = c.dt;
+    a.hdim_q = c.d;
+    a.hdim_v = c.dv;
+    a.seqlen_q = c.sq[0];
+    a.seqlen_k = c.sk[0];
+    EXPECT_EQ(ckt_fmha_fwd_select(&a), nullptr) << "CDNA runs no head dim above 512";
+}
+
+INSTANTIATE_TEST_SUITE_P(HeadDim512, Fwd512, ::testing::ValuesIn(matrix_d512()),
+                         [](const ::testing::TestParamInfo<Case> &i) { return i.param.name; });
+
+// The d512 and d576/512 instances take their head dims; on CDNA d576/512
+// is compiled, declines every call (fits() 0) and says why at launch.
+TEST(Dispatch, HeadDim512Instances)
+{
+    int found = 0;
+    for (int i = 0; ckt_fmha_fwd_instance_at(i); i++) {
+        const ckt_fmha_fwd_instance *in = ckt_fmha_fwd_instance_at(i);
+        if (in->hdim_v != 512)
+            continue;
+        found++;
+        SCOPED_TRACE(in->name);
+        ckt_fmha_fwd_args a;
+        memset(&a, 0, sizeof a);
+        a.dtype = in->dtype;
+        a.hdim_q = in->hdim;
+        a.hdim_v = in->hdim_v;
+        a.batch = a.nhead_q = a.nhead_k = 1;
+        a.seqlen_q = a.seqlen_k = 1;
+        EXPECT_EQ(in->block_m, 32);
+        const int runs = fwd_runs_here(in->hdim, in->hdim_v);
+        EXPECT_EQ(in->fits(&a), runs);
+        EXPECT_EQ(ckt_fmha_fwd_select(&a), runs ? in : nullptr);
+        if (!runs) {
+            EXPECT_EQ(in->launch(&a, nullptr), CKT_ERROR_UNSUPPORTED);
+            EXPECT_NE(std::string(ckt_last_error()).find("do not fit the CDNA LDS"), std::string::npos)
+                << ckt_last_error();
+        }
+    }
+    EXPECT_EQ(found, 4); // fp16 and bf16 of d512 and d576/512
+}
+
 // >>dispatcher
 
 ckt_fmha_fwd_args dims_args(ckt_dtype dt, int d, int dv)
@@ -789,7 +938,7 @@ TEST(Dispatch, PicksTheCheapestCoveringInstance)
     int count = 0, packed = 0;
     while (ckt_fmha_fwd_instance_at(count))
         packed += ckt_fmha_fwd_instance_at(count++)->packs_gqa;
-    EXPECT_EQ(count, 34);
+    EXPECT_EQ(count, 38);
     EXPECT_EQ(packed, 6);
     // plain calls run the instances without the KV cache, cache calls those with it
     ckt_fmha_fwd_args a = dims_args(CKT_BF16, 128, 128);
@@ -816,9 +965,10 @@ TEST(Dispatch, PicksTheCheapestCoveringInstance)
 
 TEST(Dispatch, NoInstanceSaysWhy)
 {
-    ckt_fmha_fwd_args a = dims_args(CKT_BF16, 264, 264);
+    ckt_fmha_fwd_args a = dims_args(CKT_BF16, 584, 512);
     EXPECT_EQ(ckt_fmha_fwd(&a, nullptr), CKT_ERROR_NO_INSTANCE);
-    EXPECT_NE(std::string(ckt_fmha_last_error()).find("no instance for bf16 hdim_q=264 hdim_v=264: head dims go up to 256"),
+    EXPECT_NE(std::string(ckt_fmha_last_error())
+                  .find("no instance for bf16 hdim_q=584 hdim_v=512: head dims go up to 576 (q/k) and 512 (v)"),
               std::string::npos)
         << ckt_fmha_last_error();
     EXPECT_NE(std::string(ckt_fmha_last_error()).find("32/32 64/64 96/96 128/128 192/128 192/192 256/256"),

@@ -209,7 +209,8 @@ TEST(Registry, DescribesEveryCompiledInstance)
         EXPECT_EQ(ckt_fmha_registry_find(e->name), e);
         EXPECT_TRUE(e->dtype == CKT_F16 || e->dtype == CKT_BF16) << e->name;
         EXPECT_GE(e->hdim, 32) << e->name;
-        EXPECT_LE(e->hdim, 256) << e->name;
+        EXPECT_LE(e->hdim, e->family == CKT_FMHA_FAMILY_FWD ? 576 : e->family == CKT_FMHA_FAMILY_BWD ? 512 : 256)
+            << e->name; // fwd: d512, MLA's 576/512; bwd: d512
         EXPECT_GT(e->block_m, 0) << e->name;
         EXPECT_STREQ(e->instance_set, ckt_fmha_instance_set());
         EXPECT_STREQ(e->arch, ckt_fmha_target_arch());
@@ -268,8 +269,14 @@ TEST(Registry, EveryEntryIsSelectable)
         case CKT_FMHA_FAMILY_FWD_KV:
         case CKT_FMHA_FAMILY_FWD_DECODE: {
             const ckt_fmha_fwd_args a = fwd_call(e, &stand_in);
-            EXPECT_EQ(ckt_fmha_fwd_select(&a), e->instance) << last_error();
-            EXPECT_TRUE(has(fwd_report(a), std::string(e->name) + ": chosen\n")) << fwd_report(a);
+            if (e->runnable) {
+                EXPECT_EQ(ckt_fmha_fwd_select(&a), e->instance) << last_error();
+                EXPECT_TRUE(has(fwd_report(a), std::string(e->name) + ": chosen\n")) << fwd_report(a);
+            } else { // compiled, declined on this target (CDNA: 576/512)
+                EXPECT_EQ(ckt_fmha_fwd_select(&a), nullptr);
+                EXPECT_TRUE(has(fwd_report(a), std::string(e->name) + ": rejected: its fits() declines the call"))
+                    << fwd_report(a);
+            }
             break;
         }
         case CKT_FMHA_FAMILY_APPENDKV: {
@@ -341,11 +348,11 @@ TEST(Select, MissesSayWhy)
     probe.family = CKT_FMHA_FAMILY_FWD;
     ckt_fmha_fwd_args a = fwd_call(&probe, nullptr);
     a.dtype = CKT_F16;
-    a.hdim_q = a.hdim_v = 264; // past every head dim
+    a.hdim_q = a.hdim_v = 584; // past every head dim
     EXPECT_EQ(ckt_fmha_fwd_select(&a), nullptr);
-    EXPECT_TRUE(has(last_error(), "no instance for fp16 hdim_q=264 hdim_v=264: head dims go up to 256")) << last_error();
+    EXPECT_TRUE(has(last_error(), "no instance for fp16 hdim_q=584 hdim_v=584: head dims go up to 576 (q/k) and 512 (v)")) << last_error();
     std::string r = fwd_report(a);
-    EXPECT_TRUE(has(r, "ckt_fmha_fwd_f16_d128: rejected: head dims: it takes up to 128/128, the call has 264/264"))
+    EXPECT_TRUE(has(r, "ckt_fmha_fwd_f16_d128: rejected: head dims: it takes up to 128/128, the call has 584/584"))
         << r;
     EXPECT_TRUE(has(r, "no instance: ckt_fmha_fwd: no instance for fp16")) << r;
     EXPECT_FALSE(has(r, "chosen")) << r;
@@ -401,13 +408,13 @@ TEST(Select, BackwardMissesSayWhy)
 {
     if (!ckt_fmha_registry_has_family(CKT_FMHA_FAMILY_BWD))
         GTEST_SKIP() << "no backward in this set (RegistrySet checks the message)";
-    ckt_fmha_bwd_traits t = bwd_traits(CKT_BF16, 264, 264);
+    ckt_fmha_bwd_traits t = bwd_traits(CKT_BF16, 520, 520);
     EXPECT_EQ(ckt_fmha_bwd_select(&t), nullptr);
-    EXPECT_TRUE(has(last_error(), "ckt_fmha_bwd: no instance for bf16 hdim_q=264 hdim_v=264: head dims go up to 256"))
+    EXPECT_TRUE(has(last_error(), "ckt_fmha_bwd: no instance for bf16 hdim_q=520 hdim_v=520: head dims go up to 512"))
         << last_error();
     const std::string r = bwd_report(t);
     EXPECT_TRUE(has(r, "ckt_fmha_bwd_f16_d32: rejected: dtype: it takes fp16, the call has bf16")) << r;
-    EXPECT_TRUE(has(r, "ckt_fmha_bwd_bf16_d32: rejected: head dims: it takes up to 32/32, the call has 264/264")) << r;
+    EXPECT_TRUE(has(r, "ckt_fmha_bwd_bf16_d32: rejected: head dims: it takes up to 32/32, the call has 520/520")) << r;
     EXPECT_TRUE(has(r, "no instance: ")) << r;
 }
 
@@ -669,7 +676,7 @@ TEST(RegistrySet, NamesTheSetAndItsMisses)
                                 "--define=ckt_fmha_set=all or inference)");
         // head dims no set has: no set hint
         a = split_args(1);
-        a.hdim_q = a.hdim_v = 264;
+        a.hdim_q = a.hdim_v = 584;
         EXPECT_EQ(ckt_fmha_fwd_select(&a), nullptr);
         EXPECT_FALSE(has(last_error(), "instance set")) << last_error();
     }
@@ -681,8 +688,8 @@ TEST(RegistrySet, TheDefaultBuildHasEveryFamily)
         GTEST_SKIP() << "built with --define=ckt_fmha_set=" << ckt_fmha_instance_set();
     for (int f = 0; f < CKT_FMHA_FAMILY_COUNT; f++)
         EXPECT_TRUE(ckt_fmha_registry_has_family(f)) << ckt_fmha_family_name(f);
-    // 7 head-dim pairs x 2 dtypes for fwd, fwd_kv, bwd; 3 x 2 decode; 2 append-KV
-    EXPECT_EQ(ckt_fmha_registry_count(), 14 * 3 + 6 + 2);
+    // head-dim pairs x 2 dtypes: 7 for fwd_kv, 8 for bwd (d512), 9 for fwd (d512, 576/512); 3 x 2 decode; 2 append-KV
+    EXPECT_EQ(ckt_fmha_registry_count(), 14 + 16 + 18 + 6 + 2);
 }
 #endif
 
