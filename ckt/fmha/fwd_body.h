@@ -55,7 +55,7 @@
  * columns, so that O stays at d256's 128 registers a lane; each stores its
  * column slice, the group's first warp the LSE. On CDNA Q, K and V of d512
  * exceed the 64 KiB of LDS: K and V of a tile take turns in one unpadded
- * (swizzled) buffer beside Q (CKT__FMHA_KV_ONEBUF), 64 KiB exactly; 576/512
+ * (row-major) buffer beside Q (CKT__FMHA_KV_ONEBUF), 64 KiB exactly; 576/512
  * does not fit and declines there (fits() 0, launch CKT_ERROR_UNSUPPORTED).
  * docs/fmha.md#head-dim-512.
  */
@@ -124,7 +124,7 @@
 #endif
 #define CKT__FMHA_DVW (CKT__FMHA_DV / CKT__FMHA_VSPLIT) /* a warp's columns of O */
 /* NVIDIA; CDNA up to head dim 256, and 512 with K and V through one
- * swizzled buffer (Q [32][512] + [32][512]: the 64 KiB of LDS exactly) */
+ * unpadded buffer (Q [32][512] + [32][512]: the 64 KiB of LDS exactly) */
 #if defined(CKT_HAS_MFMA)
 #define CKT__FMHA_SUPPORTED ((CKT__FMHA_D <= 256 && CKT__FMHA_DV <= 256) || (CKT__FMHA_D <= 512 && CKT__FMHA_DV <= CKT__FMHA_D))
 #define CKT__FMHA_KV_ONEBUF (CKT__FMHA_D > 256 || CKT__FMHA_DV > 256)
