@@ -14,7 +14,8 @@ the dispatcher, so the two cannot drift. Choose the set with
 # family -> [(file token, hdim, hdim_v)]; the file is <prefix><token>.c
 FMHA_FILES = {
     "fwd": [("d32", 32, 32), ("d64", 64, 64), ("d96", 96, 96), ("d128", 128, 128),
-            ("d192_dv128", 192, 128), ("d192", 192, 192), ("d256", 256, 256)],
+            ("d192_dv128", 192, 128), ("d192", 192, 192), ("d256", 256, 256),
+            ("fp8_d64", 64, 64), ("fp8_d128", 128, 128)],  # fp8 e4m3 in, fp16 / bf16 out
     "fwd_kv": [("d32_kv", 32, 32), ("d64_kv", 64, 64), ("d96_kv", 96, 96), ("d128_kv", 128, 128),
                ("d192_dv128_kv", 192, 128), ("d192_kv", 192, 192), ("d256_kv", 256, 256)],
     "fwd_decode": [("decode_d64", 64, 64), ("decode_d128", 128, 128), ("decode_d256", 256, 256)],
