@@ -72,8 +72,14 @@
 #ifdef CKT_FMHA_O_DTYPE
 #define CKT__FMHA_FP8 1
 #define CKT__FMHA_OUT CKT_FMHA_O_DTYPE
-#ifndef CKT_FMHA_BLOCK_N /* the key step of the 16-bit instance of the same head dim */
-#define CKT_FMHA_BLOCK_N (CKT_FMHA_HDIM <= 64 ? 128 : CKT_FMHA_HDIM <= 128 ? 64 : 32)
+/* key steps of 32 and S = Q K^T rolled: the first configuration without
+ * spills on sm_90a for d64 and d128 (nvcc 13: BN 64 spilled 50-460 bytes,
+ * BN 32 with the S loop unrolled 36-120); untuned on a GPU yet */
+#ifndef CKT_FMHA_BLOCK_N
+#define CKT_FMHA_BLOCK_N 32
+#endif
+#ifndef CKT_FMHA_S_UNROLL
+#define CKT_FMHA_S_UNROLL 1
 #endif
 #else
 #define CKT__FMHA_FP8 0
