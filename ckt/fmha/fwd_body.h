@@ -511,7 +511,8 @@ enum {
     CKT__FMHA_FN(_block_m) = CKT__FMHA_BM,
     CKT__FMHA_FN(_block_n) = CKT__FMHA_BN,
     CKT__FMHA_FN(_packs_gqa) = CKT__FMHA_PACK,
-    CKT__FMHA_FN(_kv_cache) = CKT__FMHA_KVC
+    CKT__FMHA_FN(_kv_cache) = CKT__FMHA_KVC,
+    CKT__FMHA_FN(_o_dtype) = CKT__FMHA_OUT
 };
 
 /* The grid's heads and tile rows per entry: query heads and queries, or

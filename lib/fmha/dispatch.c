@@ -53,6 +53,9 @@ static const char *ckt__fmha_fwd_reject(const ckt_fmha_fwd_instance *in, const c
 {
     if (in->dtype != a->dtype)
         snprintf(buf, size, "dtype: it takes %s, the call has %s", ckt_dtype_name(in->dtype), ckt_dtype_name(a->dtype));
+    else if (in->dtype == CKT_FP8_E4M3 && in->o_dtype != a->o_dtype)
+        snprintf(buf, size, "o_dtype: it writes %s, the call has %s", ckt_dtype_name(in->o_dtype),
+                 ckt_dtype_name(a->o_dtype));
     else if (in->hdim < a->hdim_q || in->hdim_v < a->hdim_v)
         snprintf(buf, size, "head dims: it takes up to %d/%d, the call has %d/%d", in->hdim, in->hdim_v, a->hdim_q,
                  a->hdim_v);
