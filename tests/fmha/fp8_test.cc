@@ -78,6 +78,34 @@ TEST(E4m3, RoundsToNearestEvenAndSaturates)
     EXPECT_EQ(ckt_pack4_e4m3(1.0f, 2.0f, -1.0f, 448.0f), 0x7eb84038u);
 }
 
+// gfx940's MFMA fp8 is the FNUZ e4m3 (bias 8, no -0: 0x80 is its NaN, 0x7f
+// = 240). For every OCP byte but -0 (0x80) and the NaNs (0x7f, 0xff), the
+// FNUZ reading of the same byte is exactly half the OCP value (subnormals
+// included): OCP bytes can feed the FNUZ MFMA with each operand's descale
+// doubled, once 0x80 is mapped to 0x00 (docs/fmha.md#fp8, the AMD plan).
+double e4m3_fnuz_decode(int b)
+{
+    const int s = b >> 7, e = (b >> 3) & 15, m = b & 7;
+    if (b == 0x80)
+        return NAN;
+    const double v = e == 0 ? m * std::ldexp(1.0, -10) : (1.0 + m / 8.0) * std::ldexp(1.0, e - 8);
+    return s ? -v : v;
+}
+
+TEST(E4m3, FnuzReadingIsHalfTheOcpValue)
+{
+    int checked = 0;
+    for (int b = 0; b < 256; b++) {
+        if (b == 0x80 || b == 0x7f || b == 0xff)
+            continue;
+        EXPECT_EQ(e4m3_fnuz_decode(b), e4m3_decode_spec(b) / 2) << b;
+        checked++;
+    }
+    EXPECT_EQ(checked, 253);
+    EXPECT_EQ(e4m3_fnuz_decode(0x00), 0.0); // where -0 (0x80) must go
+    EXPECT_EQ(e4m3_fnuz_decode(0x7e), 224.0);
+}
+
 // >>the kernel against the references
 
 struct Case {
