@@ -67,7 +67,7 @@ typedef struct ckt_fmha_fwd_args {
     const void *q, *k, *v;
     void *o;
     float *lse;      /* optional */
-    ckt_dtype dtype; /* CKT_F16 or CKT_BF16: q, k, v, o */
+    ckt_dtype dtype; /* CKT_F16 or CKT_BF16: q, k, v, o; or CKT_FP8_E4M3: q, k, v (o: o_dtype, >>fp8) */
 
     int batch, nhead_q, nhead_k;
     int seqlen_q, seqlen_k; /* batch mode: exact; group mode: max over entries */

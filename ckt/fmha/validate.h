@@ -13,7 +13,7 @@
  * directions share (the fields of ckt_fmha_fwd_args and ckt_fmha_bwd_args
  * that have the same names and meaning):
  *   args               not NULL
- *   dtype              fp16 or bf16, and the instance's
+ *   dtype              fp16 or bf16 (the forward also fp8 e4m3), and the instance's
  *   sizes              batch, nhead_q, nhead_k, seqlen_q, seqlen_k >= 0;
  *                      nhead_k >= 1 when nhead_q >= 1 and nhead_q a multiple of nhead_k
  *   hdim_q, hdim_v     > 0, multiples of 8 (the 16-byte vector), <= the instance's
@@ -22,6 +22,11 @@
  *   mask               a ckt_fmha_mask; window_left / window_right > 0 only with
  *                      the CKT_MASK_WINDOW_* kinds (elsewhere they would be ignored);
  *                      for windows any value < 0 means unlimited
+ * the forward's fp8 (dtype CKT_FP8_E4M3, ckt__fmha_check_fp8):
+ *   o_dtype            fp16 or bf16
+ *   descale_q/k/v, scale_p  finite and >= 0 (0 = default)
+ *   hdim_q, hdim_v, q/k/v strides  multiples of 16 (16-byte rows of bytes)
+ *   p_drop, bias, alibi_slopes, the KV cache  unset (CKT_ERROR_UNSUPPORTED)
  * then, if the problem is empty (nothing to compute or write: see
  * ckt_fmha_fwd_is_empty / ckt_fmha_bwd_is_empty), nothing else. Otherwise,
  * for every tensor the call reads or writes:
