@@ -14,6 +14,7 @@
 #include "ckt/fmha/args.h"
 #include "ckt/fmha/bias.h"     /* additive bias and ALiBi */
 #include "ckt/fmha/dispatch.h" /* ckt_fmha_fwd: the compiled instances of libckt_fmha */
+#include "ckt/fmha/fp8.h"      /* the fp8 forward's scales, as the launcher hands them on */
 #include "ckt/fmha/plan.h"     /* plans of libckt_fmha's calls: stages, workspace */
 #include "ckt/fmha/ref.h"      /* CPU reference of the forward, FLOP count, comparison */
 #include "ckt/fmha/ref_appendkv.h" /* CPU reference of the append-KV kernel */

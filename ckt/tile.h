@@ -6,6 +6,7 @@
 #define CKT_TILE_H
 
 #include "ckt/arch/arch.h"
+#include "ckt/tile/fp8.h"
 #include "ckt/tile/mma.h"
 #include "ckt/tile/pipeline.h"
 #include "ckt/tile/regs.h"

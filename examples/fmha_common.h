@@ -11,7 +11,7 @@
  *   fmha_problem_device_arrays(&p, &dev_args);   // seqstart_q/k (and seqlen_*_ptr) on the device
  *
  * Options fmha_problem_parse reads (CK's tile_example_fmha_fwd / _bwd names):
- *   -prec fp16|bf16   -mode 0 batch, 1 group   -b -h -h_k (-1: = h)   -d -d_v (-1: = d)
+ *   -prec fp16|bf16|fp8bf16|fp8fp16   -mode 0 batch, 1 group   -b -h -h_k (-1: = h)   -d -d_v (-1: = d)
  *   -s, -s_k          one length (batch mode) or a list a,b,c of at most -b lengths (group
  *                     mode; the last repeats); -s_k=-1: = s
  *   -s_qpad, -s_kpad  group mode: physical rows per entry (>= every length; -1: packed)
@@ -150,8 +150,11 @@ static inline int fmha_problem_parse(fmha_problem *p, ckt_init *in, int argc, ch
     p->qpad = qpad;
     p->kpad = kpad;
 
-    if (ckt_dtype_parse(prec, &a->dtype) != 0 || a->dtype == CKT_F32)
-        return fmha_usage_error("-prec must be fp16 or bf16, got ", prec);
+    if (strcmp(prec, "fp8bf16") == 0 || strcmp(prec, "fp8fp16") == 0) { /* CK's names: fp8 in, bf16 / fp16 out */
+        a->dtype = CKT_FP8_E4M3;
+        a->o_dtype = prec[3] == 'b' ? CKT_BF16 : CKT_F16;
+    } else if (ckt_dtype_parse(prec, &a->dtype) != 0 || a->dtype == CKT_F32 || a->dtype == CKT_FP8_E4M3)
+        return fmha_usage_error("-prec must be fp16, bf16, fp8bf16 or fp8fp16, got ", prec);
     if (mode != 0 && mode != 1)
         return fmha_usage_error("-mode must be 0 (batch) or 1 (group)", NULL);
     if (batch < 1 || batch > FMHA_MAX_BATCH || nhead < 1)

@@ -39,6 +39,21 @@
  *     b[0] = {B[2t][g],   B[2t+1][g]} b[1] = {B[2t+8][g], B[2t+9][g]}
  *     c[0], c[1] = C[g][2t], C[g][2t+1]    c[2], c[3] = C[g+8][2t], C[g+8][2t+1]
  *
+ * >>mma.sync m16n8k32 e4m3 (NVIDIA sm_89+; CKT_HAS_MMA_FP8 in a device pass
+ *   for such a target and on the emulator's nv profile)  D(16x8) = A(16x32) * B(32x8) + C
+ *   void ckt_mma_m16n8k32_e4m3(float d[4], const uint32_t a[4], const uint32_t b[2],
+ *                              const float c[4]);
+ *   PTX: mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32; fp8 elements
+ *   four per register, the lowest k in the low byte (PTX ISA, "Matrix
+ *   Fragments for mma.m16n8k32"):
+ *     a[0] = A[g  ][4t    .. 4t+3]    a[1] = A[g+8][4t    .. 4t+3]
+ *     a[2] = A[g  ][4t+16 .. 4t+19]   a[3] = A[g+8][4t+16 .. 4t+19]
+ *     b[0] = B[4t .. 4t+3][g]         b[1] = B[4t+16 .. 4t+19][g]
+ *     c as m16n8k16.
+ *   Viewed as 16-bit units (two fp8 each), these are exactly m16n8k16's
+ *   A and B fragments of a 16x16-unit tile: ldmatrix (non-trans) of a
+ *   row-major [m][k] or [n][k] byte tile gives them unchanged.
+ *
  * >>ldmatrix m8n8 b16 (NVIDIA)  1, 2 or 4 8x8 matrices of 16-bit elements
  *   void ckt_ldmatrix_x1(uint32_t r[1], const void *row);   and _x1_trans
  *   void ckt_ldmatrix_x2(uint32_t r[2], const void *row);   and _x2_trans

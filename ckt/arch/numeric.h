@@ -11,6 +11,10 @@
  *   ckt_f16   ckt_f16_from_f32(float f);     round to nearest even
  *   float     ckt_f32_from_bf16(ckt_bf16 h);
  *   ckt_bf16  ckt_bf16_from_f32(float f);    round to nearest even, NaN kept
+ *   float     ckt_f32_from_e4m3(uint8_t b);  fp8 e4m3 (OCP / NVIDIA: bias 7, max 448,
+ *   uint8_t   ckt_e4m3_from_f32(float f);    NaN 0x7f/0xff, no inf): round to nearest
+ *                                            even, saturating to +-448, NaN -> 0x7f
+ *   uint32_t  ckt_pack4_e4m3(x0, x1, x2, x3) four floats as e4m3 bytes, x0 lowest
  *
  * On the GPU backends the conversions use the hardware instructions; the
  * software versions (CPU, host code) give the same bits.
@@ -170,6 +174,63 @@ CKT_INLINE CKT_HOST_DEVICE uint32_t ckt_pack2_bf16(float lo, float hi)
     return *(const uint32_t *)&h;
 #else
     return (uint32_t)ckt_bf16_from_f32(lo).bits | ((uint32_t)ckt_bf16_from_f32(hi).bits << 16);
+#endif
+}
+
+/* >>fp8 e4m3 (OCP "E4M3", NVIDIA's __nv_fp8_e4m3): sign, 4 exponent bits
+ * (bias 7), 3 mantissa bits; no infinities, S.1111.111 is NaN; largest
+ * finite 448 (0x7e), smallest normal 2^-6, subnormals m * 2^-9. */
+#define CKT_E4M3_MAX 448.0f
+
+CKT_INLINE CKT_HOST_DEVICE float ckt_f32_from_e4m3(uint8_t b)
+{
+    const uint32_t e = ((uint32_t)b >> 3) & 15u, m = (uint32_t)b & 7u;
+    float v;
+    if ((b & 0x7fu) == 0x7fu)
+        return ckt_f32_from_bits(0x7fc00000u | ((uint32_t)(b & 0x80u) << 24));
+    if (e == 0) /* zero or subnormal: m * 2^-9 */
+        v = (float)m * (1.0f / 512.0f);
+    else /* (1 + m / 8) 2^(e - 7): exponent field e - 7 + 127 */
+        v = ckt_f32_from_bits(((e + 120u) << 23) | (m << 20));
+    return (b & 0x80u) ? -v : v;
+}
+
+/* Software fp32 -> e4m3, round to nearest even, |x| > 448 (and +-inf)
+ * saturate to +-448, NaN -> 0x7f: the bits of NVIDIA's
+ * cvt.rn.satfinite.e4m3x2.f32. */
+CKT_INLINE CKT_HOST_DEVICE uint8_t ckt_e4m3_from_f32(float f)
+{
+    const uint32_t x = ckt_bits_from_f32(f), sign = (x >> 24) & 0x80u, ax = x & 0x7fffffffu;
+    if (ax > 0x7f800000u)
+        return 0x7f;
+    if (ax > 0x43e00000u) /* > 448 */
+        return (uint8_t)(sign | 0x7eu);
+    if (ax < 0x3c800000u) { /* below 2^-6: subnormal or zero, round(|f| 2^9) exactly */
+        const float scaled = ckt_f32_from_bits(ax) * 512.0f;
+        uint32_t q = (uint32_t)scaled; /* <= 8 (8: the smallest normal, 0x08) */
+        const float frac = scaled - (float)q;
+        if (frac > 0.5f || (frac == 0.5f && (q & 1u)))
+            q++;
+        return (uint8_t)(sign | q);
+    }
+    uint32_t code = ((((ax >> 23) - 120u) << 3) | ((ax >> 20) & 7u)), rem = ax & 0xfffffu;
+    if (rem > 0x80000u || (rem == 0x80000u && (code & 1u)))
+        code++; /* a carry into the exponent is the correct result; <= 0x7e since |f| <= 448 */
+    return (uint8_t)(sign | code);
+}
+
+/* Four floats as e4m3 bytes in one word, x0 in the low byte (the k order of
+ * an fp8 MMA fragment register): two cvt.rn.satfinite.e4m3x2.f32 on sm_89+. */
+CKT_INLINE CKT_HOST_DEVICE uint32_t ckt_pack4_e4m3(float x0, float x1, float x2, float x3)
+{
+#if defined(CKT_DEVICE_PASS) && defined(CKT_BACKEND_NVIDIA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    uint16_t lo, hi; /* cvt's first source lands in the upper byte */
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %2, %1;" : "=h"(lo) : "f"(x0), "f"(x1));
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %2, %1;" : "=h"(hi) : "f"(x2), "f"(x3));
+    return (uint32_t)lo | ((uint32_t)hi << 16);
+#else
+    return (uint32_t)ckt_e4m3_from_f32(x0) | ((uint32_t)ckt_e4m3_from_f32(x1) << 8) |
+           ((uint32_t)ckt_e4m3_from_f32(x2) << 16) | ((uint32_t)ckt_e4m3_from_f32(x3) << 24);
 #endif
 }
 

@@ -224,6 +224,30 @@ CKT_INLINE CKT_DEVICE void ckt_mma_m16n8k16_bf16(float d[4], const uint32_t a[4]
                    "f"(c[1]), "f"(c[2]), "f"(c[3]));
 }
 
+/* fp8 e4m3 x e4m3 -> fp32 (sm_89+, CKT_HAS_MMA_FP8 where the device pass
+ * targets one; layout in ckt/arch/mma.h). Below sm_89 the instruction does
+ * not exist: the function traps, and the fp8 launchers refuse such devices
+ * with CKT_ERROR_UNSUPPORTED before launching. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+#define CKT_HAS_MMA_FP8 1
+#endif
+CKT_INLINE CKT_DEVICE void ckt_mma_m16n8k32_e4m3(float d[4], const uint32_t a[4], const uint32_t b[2],
+                                                 const float c[4])
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
+                 : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]),
+                   "f"(c[1]), "f"(c[2]), "f"(c[3]));
+#else
+    (void)a;
+    (void)b;
+    d[0] = c[0], d[1] = c[1], d[2] = c[2], d[3] = c[3];
+    __trap();
+#endif
+}
+
 CKT_INLINE CKT_DEVICE void ckt_ldmatrix_x1(uint32_t r[1], const void *row)
 {
     asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];\n"

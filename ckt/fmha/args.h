@@ -67,7 +67,7 @@ typedef struct ckt_fmha_fwd_args {
     const void *q, *k, *v;
     void *o;
     float *lse;      /* optional */
-    ckt_dtype dtype; /* CKT_F16 or CKT_BF16: q, k, v, o */
+    ckt_dtype dtype; /* CKT_F16 or CKT_BF16: q, k, v, o; or CKT_FP8_E4M3: q, k, v (o: o_dtype, >>fp8) */
 
     int batch, nhead_q, nhead_k;
     int seqlen_q, seqlen_k; /* batch mode: exact; group mode: max over entries */
@@ -172,7 +172,24 @@ typedef struct ckt_fmha_fwd_args {
     int64_t bias_stride_b, bias_stride_h, bias_stride_s; /* elements; unit stride on j */
     const float *alibi_slopes; /* optional, device, fp32; NULL: none */
     int64_t alibi_stride_b;    /* 0: [nhead_q] for every entry; else [batch][nhead_q] rows this far apart */
+
+    /* >>fp8: the fp8 forward (dtype CKT_FP8_E4M3: q, k, v are OCP e4m3 bytes,
+     * strides in elements = bytes; docs/fmha.md#fp8). Ignored for fp16 / bf16.
+     *   S = scale * descale_q * descale_k * (Q . K)     (fp32 accumulation)
+     *   P = exp(S - m) (fp32, l = rowsum P); P8 = e4m3(P * scale_p)
+     *   O = (P8 V) * descale_v / scale_p / l            (fp32), stored as o_dtype
+     * A descale is the factor the stored bytes were divided by (x = descale *
+     * e4m3 value); 0 means 1. scale_p 0 means CKT_FMHA_FP8_SCALE_P (448: P's
+     * maximum, 1, lands on e4m3's largest value). Not with dropout, bias or
+     * ALiBi (errors naming them); soft-cap, sinks, masks, GQA, group mode
+     * and LSE work. */
+    ckt_dtype o_dtype; /* fp8: the type of o, CKT_F16 or CKT_BF16 */
+    float descale_q, descale_k, descale_v;
+    float scale_p;
 } ckt_fmha_fwd_args;
+
+/* The fp8 forward's default P quantization scale (ckt_fmha_fwd_args.scale_p 0). */
+#define CKT_FMHA_FP8_SCALE_P 448.0f
 
 /* >>backward: ckt_fmha_bwd_args
  *

@@ -53,6 +53,7 @@ typedef struct ckt_fmha_fwd_instance {
     int packs_gqa; /* a decode instance: GQA groups packed (ckt/fmha/pack.h) */
     int kv_cache;  /* takes the KV cache (pages, split-KV, cache_batch_idx); the
                     * instances without it are 2% faster on plain tensors */
+    ckt_dtype o_dtype; /* the output's type: dtype, or for fp8 (dtype CKT_FP8_E4M3) fp16 / bf16 */
 } ckt_fmha_fwd_instance;
 
 /* Calls with at most this many queries (seqlen_q) run on a decode instance

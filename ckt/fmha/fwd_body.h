@@ -13,6 +13,10 @@
  *   size_t     my_attn_d128_bf16_workspace_bytes(const ckt_fmha_fwd_args *a);   (split-KV)
  *   ckt_status my_attn_d128_bf16_num_splits(const ckt_fmha_fwd_args *a, int *splits);
  *   int        my_attn_d128_bf16_block_m, my_attn_d128_bf16_block_n   (the tile, enum constants)
+ * fp8 (docs/fmha.md#fp8): CKT_FMHA_DTYPE CKT_FP8_E4M3 with CKT_FMHA_O_DTYPE
+ * CKT_F16 or CKT_BF16 (the output's type; defined for fp8 only), head dims
+ * 64..256; NVIDIA sm_89+ (mma.sync m16n8k32 e4m3) and the emulator's nv
+ * profile; elsewhere the launcher returns CKT_ERROR_UNSUPPORTED.
  * Optional: CKT_FMHA_KV_CACHE 0 compiles the instance without the KV cache
  * (plain tensors only, 2% faster on H200; fits() declines cache calls).
  * and the kernels my_attn_d128_bf16_kernel, _drop_kernel (with dropout), _bias_kernel (with
@@ -73,6 +77,25 @@
 #ifndef CKT_FMHA_HDIM_V
 #define CKT_FMHA_HDIM_V CKT_FMHA_HDIM
 #endif
+/* fp8 (ckt/tile/fp8.h): CKT_FMHA_O_DTYPE marks an fp8 instance (the
+ * preprocessor cannot compare enum constants); its shared tiles hold Q, K
+ * and V rows as 16-bit units, two fp8 each, and V^T once per key tile */
+#ifdef CKT_FMHA_O_DTYPE
+#define CKT__FMHA_FP8 1
+#define CKT__FMHA_OUT CKT_FMHA_O_DTYPE
+/* key steps of 32 and S = Q K^T rolled: the first configuration without
+ * spills on sm_90a for d64 and d128 (nvcc 13: BN 64 spilled 50-460 bytes,
+ * BN 32 with the S loop unrolled 36-120); untuned on a GPU yet */
+#ifndef CKT_FMHA_BLOCK_N
+#define CKT_FMHA_BLOCK_N 32
+#endif
+#ifndef CKT_FMHA_S_UNROLL
+#define CKT_FMHA_S_UNROLL 1
+#endif
+#else
+#define CKT__FMHA_FP8 0
+#define CKT__FMHA_OUT CKT_FMHA_DTYPE
+#endif
 /* optional: 1 packs the query heads of a GQA group into one block's rows
  * (decode: ckt/fmha/pack.h); pair it with few rows a block, e.g.
  * CKT_FMHA_WARPS 1 and CKT_FMHA_WARP_ROWS 16 */
@@ -93,6 +116,7 @@
 #include "ckt/fmha/dropout.h"
 #include "ckt/fmha/bias.h"
 #include "ckt/fmha/epilogue.h"
+#include "ckt/fmha/fp8.h"
 #include "ckt/fmha/mask.h"
 #include "ckt/fmha/pack.h"
 #include "ckt/fmha/page.h"
@@ -102,6 +126,7 @@
 #include "ckt/fmha/splitkv.h"
 #include "ckt/fmha/validate.h"
 #include "ckt/host/runtime.h"
+#include "ckt/tile/fp8.h"
 #include "ckt/tile/mma.h"
 #include "ckt/tile/pipeline.h"
 #include "ckt/tile/view.h"
@@ -113,7 +138,7 @@
 #define CKT__FMHA_FN(suffix) CKT__FMHA_CAT(CKT_FMHA_NAME, suffix)
 
 /* Tile shape: BM query rows per block, BN keys per step. */
-#define CKT__FMHA_D CKT_FMHA_HDIM
+#define CKT__FMHA_D (CKT__FMHA_FP8 ? CKT_FMHA_HDIM / 2 : CKT_FMHA_HDIM) /* Q/K row: 16-bit units */
 #define CKT__FMHA_DV CKT_FMHA_HDIM_V
 /* warps that share a row group, each P V for DV / VSPLIT of V's columns
  * (see the top): 2 for head dims v above 256 */
@@ -134,6 +159,7 @@
 #define CKT__FMHA_KV_ONEBUF 0
 #define CKT__FMHA_LAYOUT CKT_SMEM_PADDED
 #endif
+#define CKT__FMHA_DV_IN (CKT__FMHA_FP8 ? CKT__FMHA_DV / 2 : CKT__FMHA_DV) /* V row: 16-bit units */
 #ifdef CKT_FMHA_WARPS /* optional tuning knobs */
 #define CKT__FMHA_WARPS CKT_FMHA_WARPS
 #elif defined(CKT_HAS_MFMA)
@@ -180,7 +206,9 @@
                                  : CKT_SMEM_ELEMS(CKT__FMHA_LAYOUT, CKT__FMHA_BM, CKT__FMHA_DV, 2))
 #define CKT__FMHA_K_ELEMS CKT_SMEM_ELEMS(CKT__FMHA_LAYOUT, CKT__FMHA_BN, CKT__FMHA_D, 2)
 /* V after K in a stage, or in K's buffer (CKT__FMHA_KV_ONEBUF: no space of its own) */
-#define CKT__FMHA_V_ELEMS (CKT__FMHA_KV_ONEBUF ? 0 : CKT_SMEM_ELEMS(CKT__FMHA_LAYOUT, CKT__FMHA_BN, CKT__FMHA_DV, 2))
+#define CKT__FMHA_V_ELEMS (CKT__FMHA_KV_ONEBUF ? 0 : CKT_SMEM_ELEMS(CKT__FMHA_LAYOUT, CKT__FMHA_BN, CKT__FMHA_DV_IN, 2))
+/* fp8: V^T [DV][BN bytes] in the permuted key order (ckt/tile/fp8.h), one buffer */
+#define CKT__FMHA_VT_ELEMS (CKT__FMHA_FP8 ? CKT_SMEM_ELEMS(CKT_SMEM_PADDED, CKT__FMHA_DV, CKT__FMHA_BN / 2, 2) : 0)
 /* K/V ring stages: 2 where copies are asynchronous (cp.async), else 1 */
 #if defined(CKT_HAS_CP_ASYNC)
 #define CKT__FMHA_STAGES 2
@@ -188,8 +216,15 @@
 #define CKT__FMHA_STAGES 1
 #endif
 #define CKT__FMHA_SMEM_BYTES                                                                      \
-    ((size_t)(CKT__FMHA_Q_ELEMS + CKT__FMHA_STAGES * (CKT__FMHA_K_ELEMS + CKT__FMHA_V_ELEMS)) * 2)
-#define CKT__FMHA_BF16 ((CKT_FMHA_DTYPE) == CKT_BF16)
+    ((size_t)(CKT__FMHA_Q_ELEMS + CKT__FMHA_STAGES * (CKT__FMHA_K_ELEMS + CKT__FMHA_V_ELEMS) + CKT__FMHA_VT_ELEMS) * 2)
+#define CKT__FMHA_BF16 ((CKT__FMHA_OUT) == CKT_BF16) /* the output's (and 16-bit inputs') type */
+#define CKT__FMHA_MMA_IN (CKT__FMHA_FP8 ? CKT_MMA_E4M3 : CKT__FMHA_BF16) /* ckt_warp_mma's kind */
+/* the kernels exist where the target has the instruction: fp8 needs mma.sync */
+#if defined(CKT_HAS_MMA_SYNC) || (defined(CKT_HAS_MFMA) && !CKT__FMHA_FP8)
+#define CKT__FMHA_HAS_KERNEL 1
+#else
+#define CKT__FMHA_HAS_KERNEL 0
+#endif
 /* blocks a multiprocessor runs at once, for split-KV's heuristic: by
  * shared memory, 227 KB on NVIDIA (sm_90; sm_80 has 163), 64 KB on CDNA */
 #if defined(CKT_HAS_MFMA)
@@ -217,7 +252,11 @@ CKT_STATIC_ASSERT(!CKT__FMHA_KV_ONEBUF || (!CKT__FMHA_KVC && !CKT__FMHA_PACK && 
 CKT_STATIC_ASSERT(!CKT__FMHA_SUPPORTED || CKT__FMHA_SMEM_BYTES <= CKT__FMHA_SMEM_PER_MP,
                   "the block's shared memory exceeds the target's (CDNA 64 KiB, NVIDIA 227 KiB)");
 
-#if (defined(CKT_HAS_MMA_SYNC) || defined(CKT_HAS_MFMA)) && CKT__FMHA_SUPPORTED
+#if CKT__FMHA_HAS_KERNEL && CKT__FMHA_SUPPORTED
+CKT_STATIC_ASSERT(!CKT__FMHA_FP8 || ((CKT_FMHA_DTYPE) == CKT_FP8_E4M3 && CKT__FMHA_BN % 32 == 0 &&
+                                     ((CKT__FMHA_OUT) == CKT_F16 || (CKT__FMHA_OUT) == CKT_BF16)),
+                  "fp8: CKT_FMHA_O_DTYPE (CKT_F16 or CKT_BF16) goes with CKT_FMHA_DTYPE CKT_FP8_E4M3 only, "
+                  "and CKT_FMHA_BLOCK_N must be a multiple of 32 (the k32 MMA)");
 
 /* Rescale O when some row max grew: always for head dims <= 64 on mma.sync
  * (measured faster there than the warp vote), else only when some lane of the
@@ -321,13 +360,15 @@ CKT_INLINE CKT_DEVICE void CKT__FMHA_FN(_body)(const ckt_fmha_fwd_args a, const 
     const int page_tiles = kv.ids && pg.page_size % BN == 0;
     /* windows at the first tile (for a paged pool only their origin moves) */
     ckt_window2d wk = ckt_window2d_make(ckt_view2d_make((void *)kp, kv.sk, a.hdim_q, a.k_stride_s), n_lo, 0);
-    ckt_window2d wv = ckt_window2d_make(ckt_view2d_make((void *)vp, kv.sk, a.hdim_v, a.v_stride_s), n_lo, 0);
+    ckt_window2d wv = ckt_window2d_make(ckt_view2d_make((void *)vp, kv.sk, CKT__FMHA_FP8 ? a.hdim_v / 2 : a.hdim_v,
+                                                        a.v_stride_s), n_lo, 0);
 
     /* shared tiles padded 16 bytes a row (CKT_SMEM_PADDED): Q [BM][D], then
      * per stage K [BN][D] and V [BN][DV] */
     ckt_smem_tile sQ = ckt_smem_tile_make(smem, CKT__FMHA_LAYOUT, D);
 #define CKT__FMHA_SK(st) ckt_smem_tile_make(smem + CKT__FMHA_Q_ELEMS + (st) * (CKT__FMHA_K_ELEMS + CKT__FMHA_V_ELEMS), CKT__FMHA_LAYOUT, D)
-#define CKT__FMHA_SV(st) ckt_smem_tile_make(smem + CKT__FMHA_Q_ELEMS + (st) * (CKT__FMHA_K_ELEMS + CKT__FMHA_V_ELEMS) + (CKT__FMHA_KV_ONEBUF ? 0 : CKT__FMHA_K_ELEMS), CKT__FMHA_LAYOUT, DV)
+#define CKT__FMHA_SV(st) ckt_smem_tile_make(smem + CKT__FMHA_Q_ELEMS + (st) * (CKT__FMHA_K_ELEMS + CKT__FMHA_V_ELEMS) + (CKT__FMHA_KV_ONEBUF ? 0 : CKT__FMHA_K_ELEMS), CKT__FMHA_LAYOUT, CKT__FMHA_DV_IN)
+#define CKT__FMHA_SVT ckt_smem_tile_make(smem + CKT__FMHA_Q_ELEMS + CKT__FMHA_STAGES * (CKT__FMHA_K_ELEMS + CKT__FMHA_V_ELEMS), CKT_SMEM_PADDED, BN / 2)
 /* K/V tile at the windows' origin into stage st from source src (a
  * constant in the key loop): 0 the contiguous tile, 1 a paged pool
  * (ckt/fmha/page.h: one page id a tile when pages hold whole tiles, else a
@@ -341,14 +382,14 @@ CKT_INLINE CKT_DEVICE void CKT__FMHA_FN(_body)(const ckt_fmha_fwd_args a, const 
             const ckt_window2d pv_ = ckt_fmha_page_tile_window(vp, id_, &kv, pg.page_size, pg.num_pages,         \
                                                                a.v_stride_b, a.v_stride_s, (int)wv.row0, a.hdim_v); \
             ckt_smem_tile_load_async(CKT__FMHA_SK(st), &pk_, BN, D, CKT__FMHA_THREADS, tid);                    \
-            ckt_smem_tile_load_async(CKT__FMHA_SV(st), &pv_, BN, DV, CKT__FMHA_THREADS, tid);                   \
+            ckt_smem_tile_load_async(CKT__FMHA_SV(st), &pv_, BN, CKT__FMHA_DV_IN, CKT__FMHA_THREADS, tid);      \
         } else if ((src) == 1) {                                                                                \
             ckt_fmha_page_load_kv_async(CKT__FMHA_SK(st), CKT__FMHA_SV(st), kp, vp, &kv, pg.page_size,            \
                                         pg.num_pages, a.k_stride_b, a.k_stride_s, a.v_stride_b, a.v_stride_s,   \
-                                        (int)wk.row0, a.hdim_q, a.hdim_v, BN, D, DV, CKT__FMHA_THREADS, tid);   \
+                                        (int)wk.row0, a.hdim_q, a.hdim_v, BN, D, CKT__FMHA_DV_IN, CKT__FMHA_THREADS, tid); \
         } else {                                                                                                \
             ckt_smem_tile_load_async(CKT__FMHA_SK(st), &wk, BN, D, CKT__FMHA_THREADS, tid);                     \
-            ckt_smem_tile_load_async(CKT__FMHA_SV(st), &wv, BN, DV, CKT__FMHA_THREADS, tid);                    \
+            ckt_smem_tile_load_async(CKT__FMHA_SV(st), &wv, BN, CKT__FMHA_DV_IN, CKT__FMHA_THREADS, tid);       \
         }                                                                                                       \
     } while (0)
 
@@ -412,6 +453,11 @@ CKT_INLINE CKT_DEVICE void CKT__FMHA_FN(_body)(const ckt_fmha_fwd_args a, const 
     }
     /* the group's first warp stores the LSE; each its columns [vc0, vc0 + DVW) of O */
     const int lse_warp = vc0 == 0;
+#if CKT__FMHA_FP8 /* O = (P8 V) descale_v / scale_p / l (the launcher resolved both) */
+    CKT_UNROLL
+    for (int r = 0; r < ROWS; r++)
+        inv[r] *= a.descale_v / a.scale_p;
+#endif
     if (splits > 1) { /* a partial: fp32 O and LSE into the workspace (ckt/fmha/splitkv.h) */
         const int64_t r0 = ckt_fmha_splitkv_row(t.split, b, h, 0, a.batch, a.nhead_q, a.seqlen_q);
         float *o_acc_ws = (float *)((char *)a.workspace + ckt_fmha_splitkv_o_offset(splits, a.batch, a.nhead_q, a.seqlen_q));
@@ -443,6 +489,7 @@ CKT_INLINE CKT_DEVICE void CKT__FMHA_FN(_body)(const ckt_fmha_fwd_args a, const 
                                 row_m, row_l, wrow0, sq.sq, WM, lane);
 #undef CKT__FMHA_SK
 #undef CKT__FMHA_SV
+#undef CKT__FMHA_SVT
 #undef CKT__FMHA_LOAD_KV_FROM
 #undef CKT__FMHA_LOAD_K
 #undef CKT__FMHA_LOAD_V
@@ -453,6 +500,7 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
     CKT__FMHA_FN(_body)(a, 0, 0);
 }
 
+#if !CKT__FMHA_FP8 /* fp8 takes neither dropout nor bias (validation refuses them) */
 CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_drop_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS)
 {
     CKT__FMHA_FN(_body)(a, 0, 1);
@@ -462,6 +510,12 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_bias_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_TH
 {
     CKT__FMHA_FN(_body)(a, 1, 2);
 }
+#define CKT__FMHA_DROP_K _drop_kernel
+#define CKT__FMHA_BIAS_K _bias_kernel
+#else
+#define CKT__FMHA_DROP_K _kernel
+#define CKT__FMHA_BIAS_K _kernel
+#endif
 
 /* >>device: split-KV's combine (ckt/fmha/splitkv.h): one output row a
  * block of CKT_FMHA_COMBINE_THREADS threads, the splits shared out among
@@ -508,7 +562,7 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_randval_kernel), ckt_fmha_fwd_args, a, CKT__FMHA
     ckt_fmha_dropout_store_row(row, &dr, (uint32_t)b * (uint32_t)a.nhead_q + (uint32_t)h, i, 0, sk);
 }
 
-#endif /* CKT_HAS_MMA_SYNC || CKT_HAS_MFMA */
+#endif /* CKT__FMHA_HAS_KERNEL */
 
 /* >>host: fits, split count, workspace and launch */
 
@@ -516,7 +570,8 @@ enum {
     CKT__FMHA_FN(_block_m) = CKT__FMHA_BM,
     CKT__FMHA_FN(_block_n) = CKT__FMHA_BN,
     CKT__FMHA_FN(_packs_gqa) = CKT__FMHA_PACK,
-    CKT__FMHA_FN(_kv_cache) = CKT__FMHA_KVC
+    CKT__FMHA_FN(_kv_cache) = CKT__FMHA_KVC,
+    CKT__FMHA_FN(_o_dtype) = CKT__FMHA_OUT
 };
 
 /* The grid's heads and tile rows per entry: query heads and queries, or
@@ -533,7 +588,8 @@ static inline int CKT__FMHA_FN(_grid_rows)(const ckt_fmha_fwd_args *a)
 
 static inline int CKT__FMHA_FN(_fits)(const ckt_fmha_fwd_args *a)
 {
-    return CKT__FMHA_SUPPORTED && a && a->dtype == (CKT_FMHA_DTYPE) && a->hdim_q > 0 && a->hdim_q <= CKT__FMHA_D &&
+    return CKT__FMHA_SUPPORTED && a && a->dtype == (CKT_FMHA_DTYPE) && (!CKT__FMHA_FP8 || a->o_dtype == (CKT__FMHA_OUT)) &&
+           a->hdim_q > 0 && a->hdim_q <= CKT_FMHA_HDIM &&
            a->hdim_v > 0 && a->hdim_v <= CKT__FMHA_DV && a->hdim_q % 8 == 0 && a->hdim_v % 8 == 0 &&
            (CKT__FMHA_KVC || !ckt_fmha_fwd_uses_kv_cache(a));
 }
@@ -585,14 +641,36 @@ static inline ckt_status CKT__FMHA_FN(_launch)(const ckt_fmha_fwd_args *a, ckt_s
     if (!CKT__FMHA_SUPPORTED) /* before the arguments: no call can run */
         return ckt__fail(CKT_ERROR_UNSUPPORTED, "fmha: head dims %d/%d do not fit the CDNA LDS (64 KiB) in the "
                          "forward (up to 512/512)", CKT__FMHA_D, CKT__FMHA_DV);
-    ckt_status st = ckt_fmha_fwd_validate(a, (CKT_FMHA_DTYPE), CKT__FMHA_D, CKT__FMHA_DV);
+    ckt_status st = ckt_fmha_fwd_validate(a, (CKT_FMHA_DTYPE), CKT_FMHA_HDIM, CKT__FMHA_DV);
     if (st != CKT_SUCCESS)
         return st;
+#if CKT__FMHA_FP8
+    if (a->o_dtype != (CKT__FMHA_OUT))
+        return ckt__fail(CKT_ERROR_UNSUPPORTED, "o_dtype: %s, this instance writes %s", ckt_dtype_name(a->o_dtype),
+                         ckt_dtype_name(CKT__FMHA_OUT));
+#if !CKT__FMHA_HAS_KERNEL
+    return ckt__fail(CKT_ERROR_UNSUPPORTED, "dtype: fp8 runs on NVIDIA sm_89+ (mma.sync e4m3) and the emulator's nv "
+                     "profile; this target has no fp8 warp MMA");
+#endif
+#if defined(CKT_BACKEND_NVIDIA) && !defined(CKT_DEVICE_PASS)
+    { /* the code the device runs: sm_80's build of the kernel has no fp8 MMA */
+        cudaFuncAttributes fa;
+        if (cudaFuncGetAttributes(&fa, (const void *)CKT_KERNEL_REF(CKT__FMHA_FN(_kernel))) != cudaSuccess)
+            return ckt__fail(CKT_ERROR_UNSUPPORTED, "dtype: fp8: no kernel image for this device");
+        if (fa.binaryVersion < 89)
+            return ckt__fail(CKT_ERROR_UNSUPPORTED, "dtype: fp8 needs mma.sync e4m3 (sm_89+); this device runs the "
+                             "kernel's sm_%d build", fa.binaryVersion);
+    }
+#endif
+    ckt_fmha_fwd_args f8; /* strides and hdim_q in 16-bit units, the scales resolved (ckt/fmha/fp8.h) */
+    ckt_fmha_fp8_kernel_args(&f8, a);
+    a = &f8;
+#endif
     if (!CKT__FMHA_KVC && ckt_fmha_fwd_uses_kv_cache(a))
         return ckt__fail(CKT_ERROR_UNSUPPORTED,
                          "%s: set, but this instance was compiled without the KV cache (CKT_FMHA_KV_CACHE 0)",
                          a->page_size ? "page_size" : a->cache_batch_idx ? "cache_batch_idx" : "num_splits / workspace");
-#if (defined(CKT_HAS_MMA_SYNC) || defined(CKT_HAS_MFMA)) && CKT__FMHA_SUPPORTED
+#if CKT__FMHA_HAS_KERNEL && CKT__FMHA_SUPPORTED
     if (ckt_fmha_fwd_is_empty(a))
         return CKT_SUCCESS; /* nothing to compute */
     ckt_fmha_fwd_args k = *a; /* with the resolved split count */
@@ -610,8 +688,8 @@ static inline ckt_status CKT__FMHA_FN(_launch)(const ckt_fmha_fwd_args *a, ckt_s
             return ckt__fail(CKT_ERROR_UNSUPPORTED, "num_splits: %d splits x batch %d exceed the grid's 65535",
                              k.num_splits, a->batch);
     }
-    st = ckt_rt_launch(a->bias || a->alibi_slopes ? CKT_KERNEL_REF(CKT__FMHA_FN(_bias_kernel))
-                       : a->p_drop > 0.0f             ? CKT_KERNEL_REF(CKT__FMHA_FN(_drop_kernel))
+    st = ckt_rt_launch(a->bias || a->alibi_slopes ? CKT_KERNEL_REF(CKT__FMHA_FN(CKT__FMHA_BIAS_K))
+                       : a->p_drop > 0.0f             ? CKT_KERNEL_REF(CKT__FMHA_FN(CKT__FMHA_DROP_K))
                                                       : CKT_KERNEL_REF(CKT__FMHA_FN(_kernel)),
                        ckt_fmha_fwd_grid(a->batch, CKT__FMHA_FN(_grid_heads)(a), CKT__FMHA_FN(_grid_rows)(a), CKT__FMHA_BM,
                                          k.num_splits),
@@ -638,6 +716,15 @@ static inline ckt_status CKT__FMHA_FN(_launch)(const ckt_fmha_fwd_args *a, ckt_s
 #undef CKT_FMHA_DTYPE
 #undef CKT_FMHA_HDIM
 #undef CKT_FMHA_HDIM_V
+#undef CKT_FMHA_O_DTYPE
+#undef CKT__FMHA_FP8
+#undef CKT__FMHA_OUT
+#undef CKT__FMHA_DV_IN
+#undef CKT__FMHA_VT_ELEMS
+#undef CKT__FMHA_MMA_IN
+#undef CKT__FMHA_HAS_KERNEL
+#undef CKT__FMHA_DROP_K
+#undef CKT__FMHA_BIAS_K
 #undef CKT__FMHA_D
 #undef CKT__FMHA_DV
 #undef CKT__FMHA_DVW

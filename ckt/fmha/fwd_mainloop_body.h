@@ -23,6 +23,9 @@
         }
         const ckt_smem_tile sK = CKT__FMHA_SK(nb % CKT__FMHA_STAGES), sV = CKT__FMHA_SV(nb % CKT__FMHA_STAGES);
         const int full = n0 >= full_lo && n0 <= full_hi;
+#if CKT__FMHA_FP8 /* V^T of this tile in the permuted key order (ckt/tile/fp8.h); synced before P V */
+        ckt_block_transpose_v_e4m3(CKT__FMHA_SVT, sV, BN, DV, CKT__FMHA_THREADS, tid);
+#endif
 
         /* S = Q K^T: the warp's WM query rows by BN keys */
         float s_acc[CKT_WARP_ACC_REGS(WM, BN)];
@@ -36,7 +39,7 @@
             uint32_t qf[CKT_WARP_A_REGS(WM, 16)], kf[CKT_WARP_B_REGS(16, BN)];
             ckt_warp_load_a(qf, sQ, wr, kk, WM, 16);
             ckt_warp_load_b_nk(kf, sK, 0, kk, 16, BN);
-            ckt_warp_mma(s_acc, qf, kf, WM, BN, 16, CKT__FMHA_BF16);
+            ckt_warp_mma(s_acc, qf, kf, WM, BN, 16, CKT__FMHA_MMA_IN);
         }
 #else
         /* transposed on CDNA, S^T[BN x 32] = K[BN x D] Q^T (A = K rows, B = Q
@@ -46,7 +49,7 @@
             uint32_t kf[CKT_WARP_A_REGS(BN, 16)], qf[CKT_WARP_B_REGS(16, WM)];
             ckt_warp_load_a(kf, sK, 0, kk, BN, 16);
             ckt_warp_load_b_nk(qf, sQ, wr, kk, 16, WM);
-            ckt_warp_mma(s_acc, kf, qf, BN, WM, 16, CKT__FMHA_BF16);
+            ckt_warp_mma(s_acc, kf, qf, BN, WM, 16, CKT__FMHA_MMA_IN);
         }
 #endif
         if (CKT__FMHA_KV_ONEBUF) { /* V into K's buffer once every warp has read K */
@@ -89,7 +92,24 @@
             ckt_block_sync();
         }
         /* O += P V, this warp's columns [vc0, vc0 + DVW) */
-#if defined(CKT_HAS_MMA_SYNC)
+#if CKT__FMHA_FP8
+        /* fp8: P scale_p as e4m3 A fragments of k32 steps, keys permuted as
+         * V^T's (ckt/tile/fp8.h); no dropout (refused) */
+        ckt_block_sync(); /* V^T complete */
+        uint32_t pf[CKT_WARP_A_REGS(WM, BN / 2)];
+        ckt_warp_acc_to_a_e4m3(pf, s_acc, WM, BN, a.scale_p);
+        CKT_UNROLL
+        for (int kk = 0; kk < BN / 2; kk += 16) { /* 16 units = 32 keys */
+            uint32_t vf[CKT_WARP_B_REGS(16, DVW)], pk[CKT_WARP_A_REGS(WM, 16)];
+            CKT_UNROLL
+            for (int mi = 0; mi < WM / 16; mi++)
+                CKT_UNROLL
+                for (int e = 0; e < 4; e++)
+                    pk[mi * 4 + e] = pf[(mi * (BN / 32) + kk / 16) * 4 + e];
+            ckt_warp_load_b_nk(vf, CKT__FMHA_SVT, vc0, kk, 16, DVW);
+            ckt_warp_mma(o_acc, pk, vf, WM, DVW, 16, CKT_MMA_E4M3);
+        }
+#elif defined(CKT_HAS_MMA_SYNC)
         /* P's registers become A fragments without leaving the lane */
         uint32_t pf[CKT_WARP_A_REGS(WM, BN)];
         ckt_warp_acc_to_a(pf, s_acc, WM, BN, CKT__FMHA_BF16);

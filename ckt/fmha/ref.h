@@ -34,6 +34,13 @@
  * sum_j softmax(s)_j Z_ij / (1 - p) V_j, LSE unchanged; when the view's
  * randval (host memory) is set, the byte of every visible (i, j) is stored
  * there in the kernel's layout (randval_stride_*; i, j within the entry).
+ * fp8 (dtype CKT_FP8_E4M3, ckt_fmha_fwd_args >>fp8): inputs read as e4m3
+ * bytes, scale times descale_q descale_k, and P quantized as the kernel
+ * does: O = sum_j e4m3(p_j scale_p) V_j descale_v / scale_p / sum_j p_j
+ * (p_j = exp(s_j - max), the final max: the kernel's running max may
+ * quantize a row's early tiles against a smaller one, docs/fmha.md#fp8);
+ * ckt_ref_fmha_fwd_unquantized leaves P unquantized (fp8 inputs, exact P).
+ * O is then compared in o_dtype.
  */
 #ifndef CKT_FMHA_REF_H
 #define CKT_FMHA_REF_H
@@ -200,13 +207,19 @@ static inline ckt_status ckt__ref_fmha_check(const ckt_fmha_fwd_args *h, const f
 
 /* >>reference */
 
-static inline ckt_status ckt_ref_fmha_fwd(const ckt_fmha_fwd_args *h, float *o_ref, float *lse_ref)
+static inline ckt_status ckt__ref_fmha_fwd(const ckt_fmha_fwd_args *h, float *o_ref, float *lse_ref, int quant_p)
 {
     ckt_status st = ckt__ref_fmha_check(h, o_ref);
     if (st != CKT_SUCCESS || ckt_fmha_fwd_is_empty(h))
         return st;
     const int g = h->nhead_q / h->nhead_k, dq = h->hdim_q, dv = h->hdim_v;
-    const double scale = h->scale != 0.0f ? (double)h->scale : 1.0 / sqrt((double)dq);
+    const int fp8 = h->dtype == CKT_FP8_E4M3;
+    double scale = h->scale != 0.0f ? (double)h->scale : 1.0 / sqrt((double)dq);
+    /* fp8: descales (0 = 1), the P scale (0 = CKT_FMHA_FP8_SCALE_P) */
+    const double scale_p = !fp8 ? 1.0 : h->scale_p > 0.0f ? (double)h->scale_p : (double)CKT_FMHA_FP8_SCALE_P;
+    const double descale_v = fp8 && h->descale_v > 0.0f ? (double)h->descale_v : 1.0;
+    if (fp8)
+        scale *= (h->descale_q > 0.0f ? (double)h->descale_q : 1.0) * (h->descale_k > 0.0f ? (double)h->descale_k : 1.0);
     const double cap = h->softcap;
     int max_sk = 0;
     for (int b = 0; b < h->batch; b++) {
@@ -283,13 +296,15 @@ static inline ckt_status ckt_ref_fmha_fwd(const ckt_fmha_fwd_args *h, float *o_r
                                            i * h->randval_stride_s + j] = (uint8_t)x;
                             p = x >= dr.threshold ? p * (double)dr.scale : 0.0;
                         }
+                        if (fp8 && quant_p) /* P scale_p to e4m3, as the kernel packs it */
+                            p = (double)ckt_f32_from_e4m3(ckt_e4m3_from_f32((float)(p * scale_p))) / scale_p;
                         for (int d = 0; d < dv; d++)
                             orow[d] += p * (double)vr[d];
                     }
                     /* O[b][head][i][:]; a row with no visible key: O = 0, LSE = -inf (sink) */
                     const int64_t oo = ckt__fmha_row(h, CKT_FMHA_TENSOR_O, b, head, i, &e);
                     for (int d = 0; d < dv; d++)
-                        o_ref[oo + d] = sum > 0.0 ? (float)(orow[d] / sum) : 0.0f;
+                        o_ref[oo + d] = sum > 0.0 ? (float)(orow[d] * descale_v / sum) : 0.0f;
                     if (lse_ref)
                         lse_ref[ckt__fmha_row(h, CKT_FMHA_TENSOR_LSE, b, head, i, &e)] =
                             sum > 0.0 ? (float)(mx + log(sum)) : -INFINITY;
@@ -299,6 +314,17 @@ static inline ckt_status ckt_ref_fmha_fwd(const ckt_fmha_fwd_args *h, float *o_r
     free(kf);
     free(s);
     return CKT_SUCCESS;
+}
+
+static inline ckt_status ckt_ref_fmha_fwd(const ckt_fmha_fwd_args *h, float *o_ref, float *lse_ref)
+{
+    return ckt__ref_fmha_fwd(h, o_ref, lse_ref, 1);
+}
+
+/* fp8: the same with P unquantized (the fp8 inputs' exact attention). */
+static inline ckt_status ckt_ref_fmha_fwd_unquantized(const ckt_fmha_fwd_args *h, float *o_ref, float *lse_ref)
+{
+    return ckt__ref_fmha_fwd(h, o_ref, lse_ref, 0);
 }
 
 /* >>comparison */
@@ -331,6 +357,7 @@ static inline ckt_status ckt_ref_fmha_compare(ckt_compare_result *r_o, ckt_compa
         return CKT_SUCCESS;
     if (!o || !o_ref)
         return ckt__fail(CKT_ERROR_NULL_POINTER, "ckt_ref_fmha_compare: %s is NULL", o ? "o_ref" : "o");
+    const ckt_dtype odt = h->dtype == CKT_FP8_E4M3 ? h->o_dtype : h->dtype; /* O's type */
     for (int b = 0; b < h->batch; b++) {
         const ckt_fmha_entry e = ckt_fmha_fwd_entry(h, b);
         for (int head = 0; head < h->nhead_q; head++)
@@ -338,12 +365,12 @@ static inline ckt_status ckt_ref_fmha_compare(ckt_compare_result *r_o, ckt_compa
                 const int64_t oo = ckt__fmha_row(h, CKT_FMHA_TENSOR_O, b, head, i, &e);
                 for (int d = 0; d < h->hdim_v; d++) {
                     float want = o_ref[oo + d];
-                    if (h->dtype != CKT_F32) {
+                    if (odt != CKT_F32) {
                         uint16_t x;
-                        ckt_store_f32(&x, h->dtype, 0, want);
-                        want = ckt_load_f32(&x, h->dtype, 0);
+                        ckt_store_f32(&x, odt, 0, want);
+                        want = ckt_load_f32(&x, odt, 0);
                     }
-                    ckt_compare_add(r_o, (size_t)(oo + d), ckt_load_f32(o, h->dtype, (size_t)(oo + d)), want);
+                    ckt_compare_add(r_o, (size_t)(oo + d), ckt_load_f32(o, odt, (size_t)(oo + d)), want);
                 }
                 if (do_lse) {
                     const int64_t lo = ckt__fmha_row(h, CKT_FMHA_TENSOR_LSE, b, head, i, &e);

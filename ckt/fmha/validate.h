@@ -13,7 +13,7 @@
  * directions share (the fields of ckt_fmha_fwd_args and ckt_fmha_bwd_args
  * that have the same names and meaning):
  *   args               not NULL
- *   dtype              fp16 or bf16, and the instance's
+ *   dtype              fp16 or bf16 (the forward also fp8 e4m3), and the instance's
  *   sizes              batch, nhead_q, nhead_k, seqlen_q, seqlen_k >= 0;
  *                      nhead_k >= 1 when nhead_q >= 1 and nhead_q a multiple of nhead_k
  *   hdim_q, hdim_v     > 0, multiples of 8 (the 16-byte vector), <= the instance's
@@ -22,6 +22,11 @@
  *   mask               a ckt_fmha_mask; window_left / window_right > 0 only with
  *                      the CKT_MASK_WINDOW_* kinds (elsewhere they would be ignored);
  *                      for windows any value < 0 means unlimited
+ * the forward's fp8 (dtype CKT_FP8_E4M3, ckt__fmha_check_fp8):
+ *   o_dtype            fp16 or bf16
+ *   descale_q/k/v, scale_p  finite and >= 0 (0 = default)
+ *   hdim_q, hdim_v, q/k/v strides  multiples of 16 (16-byte rows of bytes)
+ *   p_drop, bias, alibi_slopes, the KV cache  unset (CKT_ERROR_UNSUPPORTED)
  * then, if the problem is empty (nothing to compute or write: see
  * ckt_fmha_fwd_is_empty / ckt_fmha_bwd_is_empty), nothing else. Otherwise,
  * for every tensor the call reads or writes:
@@ -385,9 +390,9 @@ static inline ckt_status ckt__fmha_check_tensor(const void *p, const char *name,
  * the mode flag. */
 static inline ckt_status ckt__fmha_check_dtype(ckt_dtype got, ckt_dtype dtype)
 {
-    if (got != CKT_F16 && got != CKT_BF16)
-        return ckt__fail(CKT_ERROR_UNSUPPORTED, "dtype: %s (%d): fmha takes fp16 or bf16", ckt_dtype_name(got),
-                         (int)got);
+    if (got != CKT_F16 && got != CKT_BF16 && !(got == CKT_FP8_E4M3 && dtype == CKT_FP8_E4M3))
+        return ckt__fail(CKT_ERROR_UNSUPPORTED, "dtype: %s (%d): fmha takes fp16 or bf16 (and the forward fp8)",
+                         ckt_dtype_name(got), (int)got);
     if (got != dtype)
         return ckt__fail(CKT_ERROR_UNSUPPORTED, "dtype: %s, this instance is %s", ckt_dtype_name(got),
                          ckt_dtype_name(dtype));
@@ -694,6 +699,42 @@ static inline ckt_status ckt__fmha_check_dbias(const ckt_fmha_bwd_args *a)
     return ckt_fmha_check_disjoint(dims, 4);
 }
 
+/* The fp8 forward's own fields (ckt_fmha_fwd_args >>fp8): o_dtype, the
+ * scales, head dims and q/k/v strides in 16-byte vectors (the kernel reads
+ * rows as 16-bit units), and the options it does not take. */
+static inline ckt_status ckt__fmha_check_fp8(const ckt_fmha_fwd_args *a)
+{
+    if (a->o_dtype != CKT_F16 && a->o_dtype != CKT_BF16)
+        return ckt__fail(CKT_ERROR_UNSUPPORTED, "o_dtype: %s (%d): fp8 writes fp16 or bf16", ckt_dtype_name(a->o_dtype),
+                         (int)a->o_dtype);
+    const char *const sn[] = {"descale_q", "descale_k", "descale_v", "scale_p"};
+    const float sv[] = {a->descale_q, a->descale_k, a->descale_v, a->scale_p};
+    for (int i = 0; i < 4; i++)
+        if (!isfinite(sv[i]) || sv[i] < 0.0f)
+            return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "%s: %g (must be finite and >= 0; 0 = %s)", sn[i],
+                             (double)sv[i], i < 3 ? "1" : "448");
+    if (a->hdim_q % 16 || a->hdim_v % 16)
+        return ckt__fail(CKT_ERROR_UNSUPPORTED, "%s: %d: fp8 head dims are multiples of 16 (16-byte rows)",
+                         a->hdim_q % 16 ? "hdim_q" : "hdim_v", a->hdim_q % 16 ? a->hdim_q : a->hdim_v);
+    const char *const tn[] = {"q_stride_b", "q_stride_h", "q_stride_s", "k_stride_b", "k_stride_h",
+                              "k_stride_s", "v_stride_b", "v_stride_h", "v_stride_s"};
+    const int64_t tv[] = {a->q_stride_b, a->q_stride_h, a->q_stride_s, a->k_stride_b, a->k_stride_h,
+                          a->k_stride_s, a->v_stride_b, a->v_stride_h, a->v_stride_s};
+    for (int i = 0; i < 9; i++)
+        if (tv[i] % 16)
+            return ckt__fail(CKT_ERROR_UNSUPPORTED, "%s: %lld: fp8 strides are multiples of 16 elements (16 bytes)",
+                             tn[i], (long long)tv[i]);
+    if (a->p_drop > 0.0f)
+        return ckt__fail(CKT_ERROR_UNSUPPORTED, "p_drop: %g: the fp8 forward has no dropout", (double)a->p_drop);
+    if (a->bias || a->alibi_slopes)
+        return ckt__fail(CKT_ERROR_UNSUPPORTED, "%s: set: the fp8 forward has no bias or ALiBi",
+                         a->bias ? "bias" : "alibi_slopes");
+    if (ckt_fmha_fwd_uses_kv_cache(a))
+        return ckt__fail(CKT_ERROR_UNSUPPORTED, "%s: set: the fp8 forward takes plain tensors (no KV cache, split-KV)",
+                         a->page_size ? "page_size" : a->cache_batch_idx ? "cache_batch_idx" : "num_splits / workspace");
+    return CKT_SUCCESS;
+}
+
 /* >>validation */
 
 /* Checks a (device pointers) for an instance of type dtype with head dims
@@ -711,6 +752,8 @@ static inline ckt_status ckt_fmha_fwd_validate(const ckt_fmha_fwd_args *a, ckt_d
     CKT__FMHA_TRY(ckt__fmha_check_randval(a));
     CKT__FMHA_TRY(ckt__fmha_check_bias(a->bias, a->bias_stride_b, a->bias_stride_h, a->bias_stride_s, a->alibi_slopes,
                                        a->alibi_stride_b, a->softcap));
+    if (dtype == CKT_FP8_E4M3)
+        CKT__FMHA_TRY(ckt__fmha_check_fp8(a));
     if (ckt_fmha_fwd_is_empty(a))
         return CKT_SUCCESS;
 

@@ -12,16 +12,17 @@
 
 #include <string.h>
 
-typedef enum ckt_dtype { CKT_F32, CKT_F16, CKT_BF16 } ckt_dtype;
+/* CKT_FP8_E4M3: OCP e4m3 bytes (ckt/arch/numeric.h), the fp8 forward's q/k/v. */
+typedef enum ckt_dtype { CKT_F32, CKT_F16, CKT_BF16, CKT_FP8_E4M3 } ckt_dtype;
 
-static inline size_t ckt_dtype_size(ckt_dtype dt) { return dt == CKT_F32 ? 4 : 2; }
+static inline size_t ckt_dtype_size(ckt_dtype dt) { return dt == CKT_F32 ? 4 : dt == CKT_FP8_E4M3 ? 1 : 2; }
 
 static inline const char *ckt_dtype_name(ckt_dtype dt)
 {
-    return dt == CKT_F32 ? "fp32" : dt == CKT_F16 ? "fp16" : dt == CKT_BF16 ? "bf16" : "?";
+    return dt == CKT_F32 ? "fp32" : dt == CKT_F16 ? "fp16" : dt == CKT_BF16 ? "bf16" : dt == CKT_FP8_E4M3 ? "fp8" : "?";
 }
 
-/* Parses "fp32", "fp16", "bf16" (CK's -prec spelling); -1 if unknown. */
+/* Parses "fp32", "fp16", "bf16", "fp8" (CK's -prec spelling); -1 if unknown. */
 static inline int ckt_dtype_parse(const char *s, ckt_dtype *out)
 {
     if (!s || !out)
@@ -32,6 +33,8 @@ static inline int ckt_dtype_parse(const char *s, ckt_dtype *out)
         *out = CKT_F16;
     else if (strcmp(s, "bf16") == 0)
         *out = CKT_BF16;
+    else if (strcmp(s, "fp8") == 0 || strcmp(s, "e4m3") == 0)
+        *out = CKT_FP8_E4M3;
     else
         return -1;
     return 0;
@@ -43,6 +46,8 @@ static inline float ckt_load_f32(const void *p, ckt_dtype dt, size_t i)
         return ((const float *)p)[i];
     if (dt == CKT_F16)
         return ckt_f32_from_f16(((const ckt_f16 *)p)[i]);
+    if (dt == CKT_FP8_E4M3)
+        return ckt_f32_from_e4m3(((const uint8_t *)p)[i]);
     return ckt_f32_from_bf16(((const ckt_bf16 *)p)[i]);
 }
 
@@ -52,6 +57,8 @@ static inline void ckt_store_f32(void *p, ckt_dtype dt, size_t i, float v)
         ((float *)p)[i] = v;
     else if (dt == CKT_F16)
         ((ckt_f16 *)p)[i] = ckt_f16_from_f32(v);
+    else if (dt == CKT_FP8_E4M3)
+        ((uint8_t *)p)[i] = ckt_e4m3_from_f32(v);
     else
         ((ckt_bf16 *)p)[i] = ckt_bf16_from_f32(v);
 }

@@ -67,6 +67,9 @@
 
 #endif
 
+/* ckt_warp_mma's input kinds: 0 fp16, 1 bf16, CKT_MMA_E4M3 fp8 (mma.sync only). */
+#define CKT_MMA_E4M3 2
+
 /* CKT_WARP_ACC_PAIRS: 1 if accumulator registers 2j and 2j+1 of a lane hold
  * adjacent columns of one row (mma.sync: store them as one 32-bit pair), 0 if
  * they hold adjacent rows of one column (MFMA). */
@@ -259,7 +262,9 @@ CKT_INLINE CKT_DEVICE void ckt_warp_acc_to_a(uint32_t *a, const float *acc, int 
 
 /* >>warp MMA */
 
-/* acc[WM x WN] += A[WM x WK] * B[WK x WN]; bf16 selects bf16 inputs (else fp16). */
+/* acc[WM x WN] += A[WM x WK] * B[WK x WN]; bf16 selects bf16 inputs (else
+ * fp16); bf16 = CKT_MMA_E4M3: fp8 e4m3 inputs, mma.sync m16n8k32, WK in
+ * 16-bit units (two fp8 each; ckt/tile/fp8.h), same register layout. */
 CKT_INLINE CKT_DEVICE void ckt_warp_mma(float *acc, const uint32_t *a, const uint32_t *b, int WM,
                                         int WN, int WK, int bf16)
 {
@@ -272,7 +277,9 @@ CKT_INLINE CKT_DEVICE void ckt_warp_mma(float *acc, const uint32_t *a, const uin
                 float *c = &acc[(mi * (WN / 8) + ni) * 4];
                 const uint32_t *af = &a[(mi * (WK / 16) + ki) * 4];
                 const uint32_t *bf = &b[(ki * (WN / 8) + ni) * 2];
-                if (bf16)
+                if (bf16 == CKT_MMA_E4M3)
+                    ckt_mma_m16n8k32_e4m3(c, af, bf, c);
+                else if (bf16)
                     ckt_mma_m16n8k16_bf16(c, af, bf, c);
                 else
                     ckt_mma_m16n8k16_f16(c, af, bf, c);

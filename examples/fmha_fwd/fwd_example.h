@@ -18,7 +18,12 @@
  *   -mask       0 none; 1 or t: causal top-left; 2 or b: causal bottom-right;
  *               t:l,r / b:l,r: sliding window (FlashAttention sizes, -1 = unlimited)
  *   -lse        1: also write and check LSE
- *   -prec       fp16 | bf16
+ *   -prec       fp16 | bf16 | fp8bf16 | fp8fp16 (CK's names: e4m3 q/k/v, bf16 / fp16 o;
+ *               -descale_q, -descale_k, -descale_v: the inputs are the values
+ *               divided by them, default 1; -scale_p: P's quantization scale,
+ *               0 = 448; validated against the reference that quantizes P
+ *               the same way, |O - O_ref| <= 2^-5 (max|V| + |O_ref|):
+ *               docs/fmha.md#fp8)
  *   -iperm, -operm  layout of q/k/v and of o: 1 = [b][h][s][d], 0 = [b][s][h][d]
  *   -scale_s    softmax scale (0: 1/sqrt(d))     -logits_soft_cap  (0: none)
  *   -v          1: validate against the CPU reference (slow for big shapes: -v=0)
@@ -74,6 +79,7 @@ static int fmha_fwd_example(int argc, char **argv, const char *name)
 {
     static const char *const known[] = {"b", "h", "h_k", "s", "s_k", "s_qpad", "s_kpad", "d", "d_v", "mode",
                                         "mask", "lse", "prec", "iperm", "operm", "scale_s", "logits_soft_cap",
+                                        "descale_q", "descale_k", "descale_v", "scale_p",
                                         "v", "init", "seed", "warmup", "repeat", "json", "num_splits",
                                         "page_block_size", "page_pool_gb", "cache_batch_idx", "table", "sink",
                                         "p_drop", "drop_seed", "drop_offset", "s_randval", "bias", NULL};
@@ -133,14 +139,27 @@ static int fmha_fwd_example(int argc, char **argv, const char *name)
     const size_t nq_el = ckt_fmha_fwd_elems(&h, CKT_FMHA_TENSOR_Q), nk_el = ckt_fmha_fwd_elems(&h, CKT_FMHA_TENSOR_K);
     const size_t nv_el = ckt_fmha_fwd_elems(&h, CKT_FMHA_TENSOR_V), no_el = ckt_fmha_fwd_elems(&h, CKT_FMHA_TENSOR_O);
     const size_t nl_el = lse_on ? ckt_fmha_fwd_elems(&h, CKT_FMHA_TENSOR_LSE) : 0;
-    const size_t es = ckt_dtype_size(a.dtype);
+    const int fp8 = a.dtype == CKT_FP8_E4M3;
+    const size_t es = ckt_dtype_size(a.dtype), eo = ckt_dtype_size(fp8 ? a.o_dtype : a.dtype); /* in, out */
     void *hq = fmha_host_alloc(nq_el, es), *hk = fmha_host_alloc(nk_el, es), *hv = fmha_host_alloc(nv_el, es);
-    void *ho = fmha_host_alloc(no_el, es);
+    void *ho = fmha_host_alloc(no_el, eo);
     float *hl = (float *)fmha_host_alloc(nl_el, 4), *o_ref = (float *)fmha_host_alloc(no_el, 4);
     float *l_ref = (float *)fmha_host_alloc(nl_el, 4);
     CHECK(ckt_fill(hq, a.dtype, nq_el, in, seed));
     CHECK(ckt_fill(hk, a.dtype, nk_el, in, seed + 1));
     CHECK(ckt_fill(hv, a.dtype, nv_el, in, seed + 2));
+    if (fp8) { /* stored values / descale: the same attention whatever the descales */
+        const float ds[3] = {(float)ckt_arg_double(argc, argv, "descale_q", 1.0),
+                             (float)ckt_arg_double(argc, argv, "descale_k", 1.0),
+                             (float)ckt_arg_double(argc, argv, "descale_v", 1.0)};
+        void *hx[3] = {hq, hk, hv};
+        const size_t nx[3] = {nq_el, nk_el, nv_el};
+        for (int t = 0; t < 3; t++)
+            for (size_t i = 0; ds[t] != 1.0f && ds[t] > 0.0f && i < nx[t]; i++)
+                ckt_store_f32(hx[t], CKT_FP8_E4M3, i, ckt_load_f32(hx[t], CKT_FP8_E4M3, i) / ds[t]);
+        h.descale_q = ds[0], h.descale_k = ds[1], h.descale_v = ds[2];
+        h.scale_p = (float)ckt_arg_double(argc, argv, "scale_p", 0.0);
+    }
     h.q = hq;
     h.k = hk;
     h.v = hv;
@@ -179,7 +198,7 @@ static int fmha_fwd_example(int argc, char **argv, const char *name)
     void *dout = NULL, *dl = NULL;
     void *dq = fmha_device_copy(hq, nq_el * es), *dk = fmha_device_copy(hk, nk_el * es);
     void *dv_ = fmha_device_copy(hv, nv_el * es);
-    CHECK(ckt_rt_malloc(&dout, no_el * es));
+    CHECK(ckt_rt_malloc(&dout, no_el * eo));
     if (lse_on)
         CHECK(ckt_rt_malloc(&dl, nl_el * 4));
     run_ctx ctx;
@@ -189,6 +208,8 @@ static int fmha_fwd_example(int argc, char **argv, const char *name)
     ctx.a.v = dv_;
     ctx.a.o = dout;
     ctx.a.lse = (float *)dl;
+    ctx.a.descale_q = h.descale_q, ctx.a.descale_k = h.descale_k, ctx.a.descale_v = h.descale_v;
+    ctx.a.scale_p = h.scale_p;
     ctx.a.sink = sink_on ? (const float *)fmha_device_copy(hsink, (size_t)nhead * 4) : NULL;
     ctx.a.p_drop = h.p_drop;
     ctx.a.drop_seed = drop_seed;
@@ -226,7 +247,7 @@ static int fmha_fwd_example(int argc, char **argv, const char *name)
     const ckt_fmha_fwd_instance *inst = ckt_fmha_fwd_select(&ctx.a);
     CHECK(run_fmha(&ctx, NULL));
     CHECK(ckt_rt_device_synchronize());
-    CHECK(ckt_rt_memcpy(ho, dout, no_el * es, CKT_D2H));
+    CHECK(ckt_rt_memcpy(ho, dout, no_el * eo, CKT_D2H));
     if (lse_on)
         CHECK(ckt_rt_memcpy(hl, dl, nl_el * 4, CKT_D2H));
     if (randval_on)
@@ -234,7 +255,14 @@ static int fmha_fwd_example(int argc, char **argv, const char *name)
 
     /* >>validation */
     int rc = 0;
-    const double tol = a.dtype == CKT_BF16 ? 1e-2 : 1e-3;
+    double tol = a.dtype == CKT_BF16 ? 1e-2 : 1e-3, atol = tol;
+    if (fp8) { /* docs/fmha.md#fp8: 2^-5 (max|V| descale_v + |O_ref|) against the quantizing reference */
+        double vmax = 0.0;
+        for (size_t i = 0; i < nv_el; i++)
+            vmax = fmax(vmax, fabs((double)ckt_load_f32(hv, CKT_FP8_E4M3, i)));
+        tol = 1.0 / 32;
+        atol = tol * vmax * (h.descale_v > 0.0f ? h.descale_v : 1.0);
+    }
     ckt_compare_result ro, rl;
     memset(&ro, 0, sizeof ro);
     memset(&rl, 0, sizeof rl);
@@ -258,7 +286,7 @@ static int fmha_fwd_example(int argc, char **argv, const char *name)
                 }
         }
         ckt_status s = ckt_ref_fmha_compare(&ro, &rl, &h, ho, lse_on ? hl : NULL, o_ref, lse_on ? l_ref : NULL,
-                                            tol, tol);
+                                            atol, tol);
         if (s != CKT_SUCCESS && s != CKT_ERROR_MISMATCH)
             CHECK(s);
         rc = s == CKT_SUCCESS && rv_bad == 0 ? 0 : 1;

@@ -56,6 +56,9 @@ static const char *ckt__fmha_fwd_reject(const ckt_fmha_fwd_instance *in, const c
 {
     if (in->dtype != a->dtype)
         snprintf(buf, size, "dtype: it takes %s, the call has %s", ckt_dtype_name(in->dtype), ckt_dtype_name(a->dtype));
+    else if (in->dtype == CKT_FP8_E4M3 && in->o_dtype != a->o_dtype)
+        snprintf(buf, size, "o_dtype: it writes %s, the call has %s", ckt_dtype_name(in->o_dtype),
+                 ckt_dtype_name(a->o_dtype));
     else if (in->hdim < a->hdim_q || in->hdim_v < a->hdim_v)
         snprintf(buf, size, "head dims: it takes up to %d/%d, the call has %d/%d", in->hdim, in->hdim_v, a->hdim_q,
                  a->hdim_v);
@@ -93,12 +96,15 @@ static ckt_status ckt__fmha_fwd_precheck(const ckt_fmha_fwd_args *a)
 {
     if (!a)
         return ckt__fail(CKT_ERROR_NULL_POINTER, "ckt_fmha_fwd: args is NULL");
-    if (a->dtype != CKT_F16 && a->dtype != CKT_BF16)
-        return ckt__fail(CKT_ERROR_UNSUPPORTED, "dtype: %s (%d): ckt_fmha_fwd takes fp16 or bf16",
+    if (a->dtype != CKT_F16 && a->dtype != CKT_BF16 && a->dtype != CKT_FP8_E4M3)
+        return ckt__fail(CKT_ERROR_UNSUPPORTED, "dtype: %s (%d): ckt_fmha_fwd takes fp16, bf16 or fp8",
                          ckt_dtype_name(a->dtype), (int)a->dtype);
     if (a->hdim_q <= 0 || a->hdim_v <= 0)
         return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "%s: %d (must be > 0)", a->hdim_q <= 0 ? "hdim_q" : "hdim_v",
                          a->hdim_q <= 0 ? a->hdim_q : a->hdim_v);
+    if (a->dtype == CKT_FP8_E4M3 && a->o_dtype != CKT_F16 && a->o_dtype != CKT_BF16) /* an instance per o_dtype */
+        return ckt__fail(CKT_ERROR_UNSUPPORTED, "o_dtype: %s (%d): fp8 writes fp16 or bf16", ckt_dtype_name(a->o_dtype),
+                         (int)a->o_dtype);
     return CKT_SUCCESS;
 }
 
@@ -460,6 +466,11 @@ size_t ckt_fmha_fwd_args_offset(const char *field)
     CKT__FMHA_FIELD(bias_stride_s)
     CKT__FMHA_FIELD(alibi_slopes)
     CKT__FMHA_FIELD(alibi_stride_b)
+    CKT__FMHA_FIELD(o_dtype)
+    CKT__FMHA_FIELD(descale_q)
+    CKT__FMHA_FIELD(descale_k)
+    CKT__FMHA_FIELD(descale_v)
+    CKT__FMHA_FIELD(scale_p)
     return (size_t)-1;
 #undef CKT__FMHA_FIELD
 }

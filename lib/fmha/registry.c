@@ -124,6 +124,7 @@ static void ckt__fmha_registry_build(void)
                       (in->packs_gqa ? CKT_FMHA_FEATURE_PACKED_GQA : 0u);
         ckt_fmha_fwd_args probe = CKT_ZERO_INIT;
         probe.dtype = in->dtype;
+        probe.o_dtype = in->o_dtype;
         probe.hdim_q = in->hdim;
         probe.hdim_v = in->hdim_v;
         e->runnable = in->fits(&probe);

@@ -72,6 +72,9 @@ class FwdArgs(ctypes.Structure):
         # bias and ALiBi
         ("bias", _ptr), ("bias_stride_b", _i64), ("bias_stride_h", _i64), ("bias_stride_s", _i64),
         ("alibi_slopes", _ptr), ("alibi_stride_b", _i64),
+        # fp8 (dtype fp8 e4m3: o_dtype, descales, P scale)
+        ("o_dtype", _i32), ("descale_q", ctypes.c_float), ("descale_k", ctypes.c_float),
+        ("descale_v", ctypes.c_float), ("scale_p", ctypes.c_float),
     ]
 
 

@@ -72,6 +72,19 @@ case "$json" in
   '{"example":"fmha_fwd"'*'"valid":true'*'"tflops":'*'}') echo "ok: -json -> $json" ;;
   *) echo "FAIL: -json printed: $json"; fail=1 ;;
 esac
+# fp8 (CK's -prec names): e4m3 q/k/v, bf16 / fp16 out, descales, the quantizing reference
+run -prec=fp8bf16 -lse=1 -mask=t -h=4 -h_k=2 -s=100 -s_k=70
+run -prec=fp8fp16 -d=128 -mode=1 -b=3 -s=40,1,9 -s_k=5,3,60 -mask=b -descale_q=0.03 -descale_v=0.25 -scale_p=256
+out=$("$bin" -prec=fp8bf16 -b=1 -s=20 2>&1 | tail -1)
+case "$out" in
+  '[fp8bf16|'*'ckt_fmha_fwd_fp8bf16_d64'*'valid:y') echo "ok: -prec=fp8bf16 -> $out" ;;
+  *) echo "FAIL: -prec=fp8bf16 printed: $out"; fail=1 ;;
+esac
+for bad in -prec=fp8 -prec=fp8bf16\ -p_drop=0.1 -prec=fp8fp16\ -bias=e -prec=fp8bf16\ -d=72; do
+  "$bin" $bad >/dev/null 2>&1
+  rc=$?
+  if [ "$rc" = 0 ]; then echo "FAIL: fmha_fwd $bad exited 0"; fail=1; else echo "ok: fmha_fwd $bad -> exit $rc"; fi
+done
 for bad in -bias=x -prec=fp32 -mask=x -d=100 -mode=0\ -s=1,2 -foo=1 -s_kpad=8 -num_splits=-1 -table=x -table=sglang \
            -mode=1\ -cache_batch_idx=1 -num_splits=1000 -sink=2 -p_drop=1 -s_randval=1 -p_drop=0.1\ -s_randval=2; do
   "$bin" $bad >/dev/null 2>&1

@@ -7,14 +7,14 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 out=$("$tool") || fail "table: exit $?"
 grep -q "^ckt_fmha_fwd_bf16_d128 .*fwd .*bf16 .*128/128" <<<"$out" || fail "table lacks the bf16 d128 forward: $out"
-grep -q "^instance set: all; targets: cpu-emulator nv; 56 instances" <<<"$out" || fail "table footer: $(tail -1 <<<"$out")"
+grep -q "^instance set: all; targets: cpu-emulator nv; 60 instances" <<<"$out" || fail "table footer: $(tail -1 <<<"$out")"
 
 json=$("$tool" -json) || fail "-json: exit $?"
 python3 - "$json" <<'PY' || fail "-json does not parse or lacks instances"
 import json, sys
 d = json.loads(sys.argv[1])
 names = [i["name"] for i in d["instances"]]
-assert len(names) == len(set(names)) == 56, len(names)
+assert len(names) == len(set(names)) == 60, len(names)  # 56 fp16 / bf16, 4 fp8
 assert d["instance_set"] == "all" and d["sets"]["training"] == ["fwd", "bwd"], d["sets"]
 kv = [i for i in d["instances"] if i["family"] == "fwd_kv"]
 assert len(kv) == 14 and all("paged" in i["features"] and i["stages"] == ["attention", "combine"] for i in kv)

@@ -33,6 +33,8 @@ ckt_fmha_fwd_args fwd_call(const ckt_fmha_registry_entry *e, int32_t *stand_in)
 {
     ckt_fmha_fwd_args a = CKT_ZERO_INIT;
     a.dtype = e->dtype;
+    if (e->family != CKT_FMHA_FAMILY_BWD && e->family != CKT_FMHA_FAMILY_APPENDKV) // fp8: the instance's output type
+        a.o_dtype = ((const ckt_fmha_fwd_instance *)e->instance)->o_dtype;
     a.batch = 1;
     a.nhead_q = 8;
     a.nhead_k = 2;
@@ -207,7 +209,9 @@ TEST(Registry, DescribesEveryCompiledInstance)
         const ckt_fmha_registry_entry *e = ckt_fmha_registry_at(i);
         EXPECT_TRUE(names.insert(e->name).second) << e->name << " twice";
         EXPECT_EQ(ckt_fmha_registry_find(e->name), e);
-        EXPECT_TRUE(e->dtype == CKT_F16 || e->dtype == CKT_BF16) << e->name;
+        EXPECT_TRUE(e->dtype == CKT_F16 || e->dtype == CKT_BF16 ||
+                    (e->dtype == CKT_FP8_E4M3 && e->family == CKT_FMHA_FAMILY_FWD))
+            << e->name;
         EXPECT_GE(e->hdim, 32) << e->name;
         EXPECT_LE(e->hdim, e->family == CKT_FMHA_FAMILY_FWD ? 576 : e->family == CKT_FMHA_FAMILY_BWD ? 512 : 256)
             << e->name; // fwd: d512, MLA's 576/512; bwd: d512
@@ -688,8 +692,9 @@ TEST(RegistrySet, TheDefaultBuildHasEveryFamily)
         GTEST_SKIP() << "built with --define=ckt_fmha_set=" << ckt_fmha_instance_set();
     for (int f = 0; f < CKT_FMHA_FAMILY_COUNT; f++)
         EXPECT_TRUE(ckt_fmha_registry_has_family(f)) << ckt_fmha_family_name(f);
-    // head-dim pairs x 2 dtypes: 7 for fwd_kv, 8 for bwd (d512), 9 for fwd (d512, 576/512); 3 x 2 decode; 2 append-KV
-    EXPECT_EQ(ckt_fmha_registry_count(), 14 + 16 + 18 + 6 + 2);
+    // head-dim pairs x 2 dtypes: 7 for fwd_kv, 8 for bwd (d512), 9 for fwd (d512, 576/512); 3 x 2 decode; 2 append-KV;
+    // fp8 fwd: 2 head dims x 2 output types
+    EXPECT_EQ(ckt_fmha_registry_count(), 14 + 16 + 18 + 6 + 2 + 4);
 }
 #endif
 

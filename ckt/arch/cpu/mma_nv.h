@@ -108,6 +108,53 @@ static inline void ckt__emu_mma_m16n8k16_bf16(float *d, const uint32_t *a, const
 #define ckt_mma_m16n8k16_bf16(d, a, b, c)                                                         \
     ckt__emu_mma_m16n8k16_bf16((d), (a), (b), (c), __FILE__, __LINE__)
 
+/* >>mma.sync m16n8k32 .row.col .e4m3.e4m3 (sm_89+), fp32 accumulate. Operands
+ * as m16n8k16's; 8-bit elements, four per register, element i in byte i % 4
+ * of register i / 4. Layout from the PTX ISA, "Matrix Fragments for
+ * mma.m16n8k32" (.e4m3 / .e5m2 / .s8 / .u8), g = lane / 4, t = lane % 4:
+ *   A: a_i  row g (+8 for i in 4..7 and 12..15), col 4t + (i & 3) (+16 for i >= 8)
+ *   B: b_i  row 4t + (i & 3) (+16 for i >= 4), col g
+ *   C: as m16n8k16 */
+static inline void ckt__emu_mma_m16n8k32_e4m3_fn(ckt__emu_thread **lanes, unsigned n)
+{
+    (void)n;
+    float A[16][32], B[32][8], D[16][8];
+    for (unsigned l = 0; l < 32; l++) {
+        const uint32_t *a = (const uint32_t *)lanes[l]->op_ptr[1];
+        const uint32_t *b = (const uint32_t *)lanes[l]->op_ptr[2];
+        const float *c = (const float *)lanes[l]->op_ptr[3];
+        unsigned g = l / 4, t = l % 4;
+        for (unsigned i = 0; i < 16; i++)
+            A[g + ((i & 4) ? 8 : 0)][4 * t + (i & 3) + (i >= 8 ? 16 : 0)] =
+                ckt_f32_from_e4m3((uint8_t)(a[i / 4] >> (8 * (i % 4))));
+        for (unsigned i = 0; i < 8; i++)
+            B[4 * t + (i & 3) + (i >= 4 ? 16 : 0)][g] = ckt_f32_from_e4m3((uint8_t)(b[i / 4] >> (8 * (i % 4))));
+        for (unsigned i = 0; i < 4; i++)
+            D[g + (i >= 2 ? 8 : 0)][2 * t + (i & 1)] = c[i];
+    }
+    for (unsigned m = 0; m < 16; m++)
+        for (unsigned n8 = 0; n8 < 8; n8++) {
+            float acc = D[m][n8];
+            for (unsigned k = 0; k < 32; k++)
+                acc += A[m][k] * B[k][n8];
+            D[m][n8] = acc;
+        }
+    for (unsigned l = 0; l < 32; l++) {
+        float *d = (float *)lanes[l]->op_ptr[0];
+        unsigned g = l / 4, t = l % 4;
+        for (unsigned i = 0; i < 4; i++)
+            d[i] = D[g + (i >= 2 ? 8 : 0)][2 * t + (i & 1)];
+    }
+}
+
+#define CKT_HAS_MMA_FP8 1
+static inline void ckt__emu_mma_m16n8k32_e4m3(float *d, const uint32_t *a, const uint32_t *b, const float *c,
+                                              const char *file, int line)
+{
+    ckt__emu_warp_custom(ckt__emu_mma_m16n8k32_e4m3_fn, d, a, b, c, file, line);
+}
+#define ckt_mma_m16n8k32_e4m3(d, a, b, c) ckt__emu_mma_m16n8k32_e4m3((d), (a), (b), (c), __FILE__, __LINE__)
+
 /* >>ldmatrix m8n8 .b16, num = 1, 2 or 4 matrices.
  * Operands per lane: op_ptr[0] = r (uint32_t[num]), [1] = the row address.
  * From the PTX ISA, "Warp-level matrix load instruction: ldmatrix": lane
