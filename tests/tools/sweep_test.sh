@@ -99,7 +99,7 @@ EOF
 expect_rc 1 "$tmp/log2" python3 "$sweep" --example fwd --b 1 --h 1 --s 32 --d 32 --prec fp16,fp8 \
   --bin-dir "$tmp/bin" --out "$tmp/out2" --sdpa off --plot off
 expect_grep "\[1/2\] fwd prec=fp16 .* ok" "$tmp/log2"
-expect_grep "\[2/2\] fwd prec=fp8 .* ERROR: -prec must be fp16 or bf16, got fp8" "$tmp/log2"
+expect_grep "\[2/2\] fwd prec=fp8 .* ERROR: -prec must be fp16, bf16, fp8bf16 or fp8fp16, got fp8" "$tmp/log2"
 expect_grep "2 points: 1 ok, 0 mismatch, 1 error" "$tmp/log2"
 expect_grep "1 of 2 points failed: #2 (error)" "$tmp/log2"
 python3 - "$tmp/out2/sweep.csv" <<'EOF' || fail "the CSV of the rejected point"
