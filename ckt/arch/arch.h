@@ -32,6 +32,8 @@
  *                  CKT_HAS_STMATRIX (sm_90, emulator nv profile): ckt_stmatrix_x4(row_address, r)
  *                  CKT_HAS_MFMA: ckt_mfma_{32x32x8,16x16x16}_{f16,bf16}(d, a, b, c)
  *                  (ckt/arch/mma.h: fragment layouts)
+ *   Hopper         CKT_HAS_WGMMA (sm_90a, emulator nv profile): mbarriers, TMA
+ *                  tile loads, warpgroup MMA (ckt/arch/hopper.h)
  *   kernels        CKT_KERNEL(name, ParamsType, p) { ... }
  *                  CKT_KERNEL_BOUNDS(name, ParamsType, p, max_threads)
  *                  CKT_KERNEL_REF(name) -> ckt_kernel_ref
@@ -63,6 +65,7 @@
 #include "ckt/arch/cpu.h"
 #endif
 
+#include "ckt/arch/hopper.h"
 #include "ckt/arch/memory.h"
 #include "ckt/arch/mma.h"
 

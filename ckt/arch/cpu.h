@@ -121,6 +121,7 @@ static inline const char *ckt_arch_error_string(int err)
 #include "ckt/arch/cpu/memory.h"
 #include "ckt/arch/cpu/mfma_cdna.h"
 #include "ckt/arch/cpu/mma_nv.h"
+#include "ckt/arch/cpu/hopper.h"
 
 /* >>atomics: the vector reduction (after memory.h: its diagnostics; like
  * memory.h, only when the emulator is the backend) */

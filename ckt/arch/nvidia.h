@@ -321,5 +321,7 @@ static inline const char *ckt_arch_error_string(int err)
     return cudaGetErrorString((cudaError_t)err);
 }
 
+#include "ckt/arch/nvidia_hopper.h"
+
 #endif /* CKT_BACKEND_NVIDIA */
 #endif /* CKT_ARCH_NVIDIA_H */

@@ -5,12 +5,15 @@
  *
  * Options: -m -n -k (sizes; default 512 on the CPU emulator... use any),
  * -prec=fp16|bf16, -layout=nn|nt (B as [K][N] or [N][K]), -v=1 validate,
+ * -path=auto|sm80|sm90 (sm90: TMA + wgmma, gemm_sm90.h; auto takes it on an
+ * sm_90 GPU, sm80's mma.sync kernel elsewhere; the emulator runs either),
  * -init=0 (uniform [-1,1)) | 1 (integers in [-3,3]), -seed, -warmup, -repeat.
  * Tolerance: fp16 rtol=atol=1e-2 ... scaled by sqrt(k) for long sums.
  * Exit status: 0 validated (or -v=0), 1 mismatch, 2 error.
  */
 #include "ckt/host.h"
 #include "examples/gemm/gemm.h"
+#include "examples/gemm/gemm_sm90.h"
 #include "examples/check.h"
 
 #include <math.h>
@@ -19,23 +22,23 @@
 
 typedef struct run_ctx {
     gemm_params p;
-    int b_nk;
+    int b_nk, sm90;
     ckt_dtype dt;
 } run_ctx;
 
 static ckt_status run_gemm(void *ctx, ckt_stream s)
 {
     run_ctx *c = (run_ctx *)ctx;
-    return gemm_run(&c->p, c->b_nk, c->dt, s);
+    return c->sm90 ? gemm_sm90_run(&c->p, c->b_nk, c->dt, s) : gemm_run(&c->p, c->b_nk, c->dt, s);
 }
 
 int main(int argc, char **argv)
 {
     static const char *const known[] = {"m", "n", "k", "prec", "layout", "v", "init", "seed",
-                                        "warmup", "repeat", NULL};
+                                        "warmup", "repeat", "path", NULL};
     int bad = ckt_arg_unknown(argc, argv, known);
     if (bad) {
-        fprintf(stderr, "error: unknown option %s (options: -m -n -k -prec -layout -v -init -seed -warmup -repeat, as -name=value)\n", argv[bad]);
+        fprintf(stderr, "error: unknown option %s (options: -m -n -k -prec -layout -v -init -seed -warmup -repeat -path, as -name=value)\n", argv[bad]);
         return 2;
     }
     int64_t m = ckt_arg_int(argc, argv, "m", 512), n = ckt_arg_int(argc, argv, "n", 512),
@@ -59,6 +62,13 @@ int main(int argc, char **argv)
         return 2;
     }
     ctx.b_nk = strcmp(layout, "nt") == 0;
+    const char *path = ckt_arg_str(argc, argv, "path", "auto");
+    if (strcmp(path, "auto") != 0 && strcmp(path, "sm80") != 0 && strcmp(path, "sm90") != 0) {
+        fprintf(stderr, "error: -path must be auto, sm80 or sm90 (got %s)\n", path);
+        return 2;
+    }
+    ctx.sm90 = strcmp(path, "sm90") == 0 || (strcmp(path, "auto") == 0 && gemm_sm90_supported() &&
+                                             strcmp(CKT_BACKEND_NAME, "nvidia") == 0);
     ckt_device_props props;
     CHECK(ckt_rt_device_props(&props));
     printf("device: %s [backend %s]\n", props.name, props.backend);
@@ -112,8 +122,8 @@ int main(int argc, char **argv)
         ckt_timing t;
         CHECK(ckt_time(&t, run_gemm, &ctx, NULL, warmup, repeat, CKT_FLUSH_L2));
         double tflops = t.median_ms > 0 ? 2.0 * (double)m * n * k / (t.median_ms * 1e-3) / 1e12 : 0.0;
-        printf("gemm %s %s m=%lld n=%lld k=%lld: %.4f ms, %.1f TFLOPS\n", prec, layout, (long long)m,
-               (long long)n, (long long)k, t.median_ms, tflops);
+        printf("gemm %s %s %s m=%lld n=%lld k=%lld: %.4f ms, %.1f TFLOPS\n", ctx.sm90 ? "sm90" : "sm80", prec, layout,
+               (long long)m, (long long)n, (long long)k, t.median_ms, tflops);
     }
     ckt_rt_free(da);
     ckt_rt_free(db);

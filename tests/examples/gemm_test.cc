@@ -1,7 +1,10 @@
 // The GEMM example (block GEMM from the tile layer) against the CPU reference,
-// over ragged shapes, both layouts, fp16 and bf16, on every backend.
+// over ragged shapes, both layouts, fp16 and bf16, on every backend; both
+// paths: mma.sync / MFMA (gemm.h) and TMA + wgmma (gemm_sm90.h, where the
+// target has it: the emulator's nv profile, an sm_90 GPU).
 #include "ckt/host.h"
 #include "examples/gemm/gemm.h"
+#include "examples/gemm/gemm_sm90.h"
 
 #include <gtest/gtest.h>
 
@@ -15,13 +18,16 @@ struct Case {
     int64_t m, n, k;
 };
 
-class Gemm : public ::testing::TestWithParam<std::tuple<Case, int, ckt_dtype>> {};
+class Gemm : public ::testing::TestWithParam<std::tuple<Case, int, ckt_dtype, int>> {};
 
 TEST_P(Gemm, MatchesReference)
 {
     const Case c = std::get<0>(GetParam());
     const int b_nk = std::get<1>(GetParam());
     const ckt_dtype dt = std::get<2>(GetParam());
+    const int sm90 = std::get<3>(GetParam());
+    if (sm90 && !gemm_sm90_supported())
+        GTEST_SKIP() << "no wgmma on this target";
     const int64_t lda = (c.k + 7) / 8 * 8, ldb = b_nk ? lda : (c.n + 7) / 8 * 8, ldc = c.n + 3;
     const size_t na = (size_t)(c.m * lda), nb = (size_t)((b_nk ? c.n : c.k) * ldb), nc = (size_t)(c.m * ldc);
     std::vector<uint16_t> a(na + 1), b(nb + 1), out(nc + 1);
@@ -36,7 +42,8 @@ TEST_P(Gemm, MatchesReference)
     ASSERT_EQ(ckt_rt_memcpy(db, b.data(), nb * 2, CKT_H2D), CKT_SUCCESS);
     ASSERT_EQ(ckt_rt_memset(dcp, 0x7b, nc * 2), CKT_SUCCESS); // sentinel in the ldc padding
     gemm_params p = {da, db, dcp, c.m, c.n, c.k, lda, ldb, ldc};
-    ASSERT_EQ(gemm_run(&p, b_nk, dt, NULL), CKT_SUCCESS) << ckt_last_error();
+    ASSERT_EQ(sm90 ? gemm_sm90_run(&p, b_nk, dt, NULL) : gemm_run(&p, b_nk, dt, NULL), CKT_SUCCESS)
+        << ckt_last_error();
     ASSERT_EQ(ckt_rt_memcpy(out.data(), dcp, nc * 2, CKT_D2H), CKT_SUCCESS);
     std::vector<float> ref(nc, 0.0f);
     ckt_ref_gemm(ref.data(), ldc, a.data(), dt, lda, b.data(), dt, ldb, b_nk, c.m, c.n, c.k);
@@ -61,8 +68,10 @@ TEST_P(Gemm, MatchesReference)
 INSTANTIATE_TEST_SUITE_P(Ragged, Gemm,
                          ::testing::Combine(::testing::Values(Case{1, 1, 1}, Case{7, 9, 16}, Case{128, 128, 32},
                                                               Case{130, 70, 100}, Case{257, 129, 33},
-                                                              Case{64, 300, 200}, Case{5, 8, 0}),
-                                            ::testing::Values(0, 1), ::testing::Values(CKT_F16, CKT_BF16)));
+                                                              Case{64, 300, 200}, Case{5, 8, 0},
+                                                              Case{300, 520, 136}),
+                                            ::testing::Values(0, 1), ::testing::Values(CKT_F16, CKT_BF16),
+                                            ::testing::Values(0, 1)));
 
 TEST(GemmArgs, RejectsBadInput)
 {

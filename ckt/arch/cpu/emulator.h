@@ -122,6 +122,7 @@ enum ckt__emu_state {
     CKT__EMU_RUNNABLE,
     CKT__EMU_AT_BARRIER,
     CKT__EMU_IN_WARP_OP,
+    CKT__EMU_AT_MBAR, /* waits for an mbarrier phase (ckt/arch/cpu/hopper.h) */
     CKT__EMU_DONE,
     CKT__EMU_HUNG
 };
@@ -373,6 +374,7 @@ static inline const char *ckt__emu_state_name(const ckt__emu_thread *t)
     switch (t->state) {
     case CKT__EMU_AT_BARRIER: return "wait at block barrier";
     case CKT__EMU_IN_WARP_OP: return "wait in warp collective";
+    case CKT__EMU_AT_MBAR: return "wait for an mbarrier phase";
     case CKT__EMU_DONE: return "have exited";
     case CKT__EMU_HUNG: return "kept running without reaching a barrier or collective";
     default: return "are runnable (not resumed yet)";
@@ -383,7 +385,7 @@ static inline int ckt__emu_same_wait(const ckt__emu_thread *a, const ckt__emu_th
 {
     if (a->state != b->state)
         return 0;
-    if (a->state != CKT__EMU_AT_BARRIER && a->state != CKT__EMU_IN_WARP_OP)
+    if (a->state != CKT__EMU_AT_BARRIER && a->state != CKT__EMU_IN_WARP_OP && a->state != CKT__EMU_AT_MBAR)
         return 1;
     return a->line == b->line && strcmp(a->file, b->file) == 0 &&
            (a->state != CKT__EMU_IN_WARP_OP || (a->op == b->op && a->op_fn == b->op_fn));
@@ -421,7 +423,8 @@ static inline void ckt__emu_warp_summary(ckt__emu_worker *w, unsigned first, uns
         if (len + 1 >= size)
             break;
         len += (size_t)snprintf(buf + len, size - len, ": %s", ckt__emu_state_name(a));
-        if (len + 1 < size && (a->state == CKT__EMU_AT_BARRIER || a->state == CKT__EMU_IN_WARP_OP))
+        if (len + 1 < size &&
+            (a->state == CKT__EMU_AT_BARRIER || a->state == CKT__EMU_IN_WARP_OP || a->state == CKT__EMU_AT_MBAR))
             len += (size_t)snprintf(buf + len, size - len, " at %s:%d", a->file, a->line);
         if (len + 1 < size)
             len += (size_t)snprintf(buf + len, size - len, "\n");
@@ -541,6 +544,17 @@ static inline int ckt__emu_resolve_warp(ckt__emu_worker *w, unsigned first, unsi
     return 1;
 }
 
+/* >>mbarrier state (ckt/arch/cpu/hopper.h): the emulator's own encoding of
+ * the 64-bit object. Bits 0-19: arrivals a phase expects; 20-39: arrivals
+ * still missing; 40-61: bytes still to land (signed: a copy may complete
+ * before its expect_tx); 62: 0 on an initialized barrier (shared memory's
+ * poison has it set); 63: the current phase's parity. */
+static inline int ckt__emu_mbar_phase_done(const void *bar, unsigned parity)
+{
+    const uint64_t v = *(const uint64_t *)bar;
+    return (unsigned)(v >> 63) != (parity & 1u);
+}
+
 /* Runs one block to completion; returns 0, or -1 with w->msg set. */
 static inline int ckt__emu_run_block(ckt__emu_worker *w, unsigned bx, unsigned by, unsigned bz)
 {
@@ -586,8 +600,24 @@ static inline int ckt__emu_run_block(ckt__emu_worker *w, unsigned bx, unsigned b
                 return -1;
             }
         }
-        /* Every thread now waits or is done. Warp collectives first. */
-        unsigned done = 0, at_barrier = 0, in_warp = 0, released = 0;
+        /* Every thread now waits or is done. mbarrier waits whose phase has
+         * completed go on first: a lane released here may be the one its
+         * warp's collective waits for. */
+        unsigned released = 0, at_mbar = 0;
+        for (unsigned r = 0; r < n; r++) {
+            ckt__emu_thread *t = &w->threads[r];
+            if (t->state != CKT__EMU_AT_MBAR)
+                continue;
+            if (ckt__emu_mbar_phase_done(t->op_ptr[0], t->op_arg)) {
+                t->state = CKT__EMU_RUNNABLE;
+                released++;
+            } else
+                at_mbar++;
+        }
+        if (released)
+            continue;
+        /* Warp collectives next. */
+        unsigned done = 0, at_barrier = 0, in_warp = 0;
         for (unsigned first = 0; first < n; first += W) {
             unsigned cnt = n - first < W ? n - first : W;
             unsigned wd = 0, wb = 0, wo = 0;
@@ -627,7 +657,7 @@ static inline int ckt__emu_run_block(ckt__emu_worker *w, unsigned bx, unsigned b
             continue;
         if (done == n)
             return 0;
-        if (at_barrier && in_warp == 0) {
+        if (at_barrier && in_warp == 0 && at_mbar == 0) {
             if (done) {
                 ckt__emu_block_error(w, "barrier reached by only part of the block", 0, n);
                 return -1;
@@ -923,7 +953,8 @@ static inline int ckt__emu_worker_init(ckt__emu_worker *w, ckt__emu_launch *L)
     w->threads = (ckt__emu_thread *)calloc(n, sizeof(ckt__emu_thread));
     w->order = (unsigned *)calloc(n, sizeof(unsigned));
     w->shared_bytes = L->dyn_shared + CKT_EMU_STATIC_SHARED_BYTES;
-    w->shared = (unsigned char *)aligned_alloc(128, (w->shared_bytes + 127) / 128 * 128);
+    /* 1024-byte aligned, as the swizzle patterns of TMA and wgmma assume (ckt/arch/hopper.h) */
+    w->shared = (unsigned char *)aligned_alloc(1024, (w->shared_bytes + 1023) / 1024 * 1024);
     w->stacks_bytes = per * n;
     void *m = mmap(NULL, w->stacks_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
                    MAP_NORESERVE, -1, 0);
