@@ -10,6 +10,9 @@
  *     warpgroups 1, 2, consumers: rows 64 c .. 64 c + 63 of the tile; wait
  *       for full[s], issue four wgmma k16 steps on the stage, keep one group
  *       in flight, and free the previous stage (empty) once its group is done.
+ *   Persistent: a block per multiprocessor walks the tiles (grouped for L2
+ *   reuse) grid apart; the stage ring runs on across tiles, so the producer
+ *   loads the next tile while the consumers store this one.
  *   Stages are 128-byte swizzled (TMA writes them so, the descriptors read
  *   them so): rows of 64 elements, 8-row groups 1024 bytes apart.
  *   Edges: TMA fills zeros outside A and B (any M, N, K), the epilogue drops
@@ -94,75 +97,88 @@ CKT_INLINE CKT_DEVICE void gemm_sm90_block(const gemm_sm90_params *p, int b_nk, 
         }
     ckt_block_sync();
 
-    int tm, tn;
-    gemm_sm90_tile(&tm, &tn, (int)ckt_block_idx_x(), p->tiles_m, p->tiles_n);
-    const int m0 = tm * G9_BM, n0 = tn * G9_BN;
     const int kt_count = (int)CKT_CEIL_DIV(p->k, (int64_t)G9_BK);
+    const int tiles = p->tiles_m * p->tiles_n, grid = (int)ckt_grid_dim_x();
 
-    if (wg == 0) { /* producer */
+    if (wg == 0) { /* producer: runs ahead into the next tile while the consumers store this one */
         ckt_setmaxnreg_dec(40);
-        if (tid == 0)
-            for (int kt = 0; kt < kt_count; kt++) {
-                const int s = kt % G9_STAGES;
-                if (kt >= G9_STAGES) /* the consumers freed this stage's previous tile */
-                    ckt_mbar_wait(&empty[s], (unsigned)((kt / G9_STAGES - 1) & 1));
-                unsigned char *sa = smem + s * G9_STAGE_BYTES, *sb = sa + G9_A_BYTES;
-                ckt_mbar_arrive_expect_tx(&full[s], G9_STAGE_BYTES);
-                ckt_tma_load_2d(sa, &p->ta, kt * G9_BK, m0, &full[s]);
-                if (b_nk)
-                    ckt_tma_load_2d(sb, &p->tb, kt * G9_BK, n0, &full[s]);
-                else
-                    for (int j = 0; j < G9_BN / 64; j++)
-                        ckt_tma_load_2d(sb + 8192 * j, &p->tb, n0 + 64 * j, kt * G9_BK, &full[s]);
+        if (tid == 0) {
+            int it = 0; /* k-tiles issued so far: the ring position */
+            for (int tile = (int)ckt_block_idx_x(); tile < tiles; tile += grid) {
+                int tm, tn;
+                gemm_sm90_tile(&tm, &tn, tile, p->tiles_m, p->tiles_n);
+                const int m0 = tm * G9_BM, n0 = tn * G9_BN;
+                for (int kt = 0; kt < kt_count; kt++, it++) {
+                    const int s = it % G9_STAGES;
+                    if (it >= G9_STAGES) /* the consumers freed this stage's previous k-tile */
+                        ckt_mbar_wait(&empty[s], (unsigned)((it / G9_STAGES - 1) & 1));
+                    unsigned char *sa = smem + s * G9_STAGE_BYTES, *sb = sa + G9_A_BYTES;
+                    ckt_mbar_arrive_expect_tx(&full[s], G9_STAGE_BYTES);
+                    ckt_tma_load_2d(sa, &p->ta, kt * G9_BK, m0, &full[s]);
+                    if (b_nk)
+                        ckt_tma_load_2d(sb, &p->tb, kt * G9_BK, n0, &full[s]);
+                    else
+                        for (int j = 0; j < G9_BN / 64; j++)
+                            ckt_tma_load_2d(sb + 8192 * j, &p->tb, n0 + 64 * j, kt * G9_BK, &full[s]);
+                }
             }
+        }
         return;
     }
 
     /* consumers */
     ckt_setmaxnreg_inc(232);
     const int cw = wg - 1, warp = (int)ckt_warp_id(), lane = (int)ckt_lane_id();
+    const int g = lane / 4, t = lane % 4, pairs = (p->ldc & 1) == 0;
     float d[G9_BN / 2];
     CKT_UNROLL
     for (int i = 0; i < G9_BN / 2; i++)
         d[i] = 0.0f;
-    for (int kt = 0; kt < kt_count; kt++) {
-        const int s = kt % G9_STAGES;
-        ckt_mbar_wait(&full[s], (unsigned)((kt / G9_STAGES) & 1));
-        const unsigned char *sa = smem + s * G9_STAGE_BYTES;
-        ckt_wgmma_fence();
-        gemm_sm90_stage(d, sa + cw * 64 * 128, sa + G9_A_BYTES, b_nk, bf16, kt == 0);
-        ckt_wgmma_commit();
-        ckt_wgmma_wait1(); /* the previous tile's group is done: free its stage */
-        if (kt > 0 && lane == 0)
-            ckt_mbar_arrive(&empty[(kt - 1) % G9_STAGES]);
-    }
-    ckt_wgmma_wait0();
-    ckt_wgmma_fence_operand(d, G9_BN / 2);
+    int it = 0;
+    for (int tile = (int)ckt_block_idx_x(); tile < tiles; tile += grid) {
+        int tm, tn;
+        gemm_sm90_tile(&tm, &tn, tile, p->tiles_m, p->tiles_n);
+        const int m0 = tm * G9_BM, n0 = tn * G9_BN;
+        for (int kt = 0; kt < kt_count; kt++, it++) {
+            const int s = it % G9_STAGES;
+            ckt_mbar_wait(&full[s], (unsigned)((it / G9_STAGES) & 1));
+            const unsigned char *sa = smem + s * G9_STAGE_BYTES;
+            ckt_wgmma_fence();
+            gemm_sm90_stage(d, sa + cw * 64 * 128, sa + G9_A_BYTES, b_nk, bf16, kt == 0);
+            ckt_wgmma_commit();
+            ckt_wgmma_wait1(); /* the previous k-tile's group is done: free its stage */
+            if (kt > 0 && lane == 0)
+                ckt_mbar_arrive(&empty[(it - 1) % G9_STAGES]);
+        }
+        ckt_wgmma_wait0();
+        ckt_wgmma_fence_operand(d, G9_BN / 2);
+        if (lane == 0)
+            ckt_mbar_arrive(&empty[(it - 1) % G9_STAGES]);
 
-    /* epilogue: d[4j + i] = D[16 w + g + 8 (i >= 2)][8 j + 2 t + (i & 1)] */
-    const int g = lane / 4, t = lane % 4;
-    const int64_t row0 = (int64_t)m0 + cw * 64 + 16 * (warp % 4) + g;
-    const int pairs = (p->ldc & 1) == 0;
-    CKT_UNROLL
-    for (int j = 0; j < G9_BN / 8; j++) {
-        const int64_t col = (int64_t)n0 + 8 * j + 2 * t;
+        /* epilogue: d[4j + i] = D[16 w + g + 8 (i >= 2)][8 j + 2 t + (i & 1)] */
+        const int64_t row0 = (int64_t)m0 + cw * 64 + 16 * (warp % 4) + g;
         CKT_UNROLL
-        for (int h = 0; h < 2; h++) {
-            const int64_t row = row0 + 8 * h;
-            if (row >= p->m || col >= p->n)
-                continue;
-            const float v0 = d[4 * j + 2 * h], v1 = d[4 * j + 2 * h + 1];
-            uint16_t *dst = (uint16_t *)p->c + row * p->ldc + col;
-            const uint16_t b0 = bf16 ? ckt_bf16_from_f32(v0).bits : ckt_f16_from_f32(v0).bits;
-            const uint16_t b1 = bf16 ? ckt_bf16_from_f32(v1).bits : ckt_f16_from_f32(v1).bits;
-            if (pairs && col + 1 < p->n)
-                *(uint32_t *)dst = (uint32_t)b0 | ((uint32_t)b1 << 16);
-            else {
-                dst[0] = b0;
-                if (col + 1 < p->n)
-                    dst[1] = b1;
+        for (int j = 0; j < G9_BN / 8; j++) {
+            const int64_t col = (int64_t)n0 + 8 * j + 2 * t;
+            CKT_UNROLL
+            for (int h = 0; h < 2; h++) {
+                const int64_t row = row0 + 8 * h;
+                if (row >= p->m || col >= p->n)
+                    continue;
+                const float v0 = d[4 * j + 2 * h], v1 = d[4 * j + 2 * h + 1];
+                uint16_t *dst = (uint16_t *)p->c + row * p->ldc + col;
+                const uint16_t b0 = bf16 ? ckt_bf16_from_f32(v0).bits : ckt_f16_from_f32(v0).bits;
+                const uint16_t b1 = bf16 ? ckt_bf16_from_f32(v1).bits : ckt_f16_from_f32(v1).bits;
+                if (pairs && col + 1 < p->n)
+                    *(uint32_t *)dst = (uint32_t)b0 | ((uint32_t)b1 << 16);
+                else {
+                    dst[0] = b0;
+                    if (col + 1 < p->n)
+                        dst[1] = b1;
+                }
             }
         }
+        ckt_wgmma_fence_operand(d, G9_BN / 2);
     }
 }
 
@@ -252,10 +268,16 @@ static inline ckt_status gemm_sm90_run(const gemm_params *p, int b_nk, ckt_dtype
     const long long blocks = (long long)q.tiles_m * q.tiles_n;
     if (blocks > INT32_MAX)
         return ckt__fail(CKT_ERROR_UNSUPPORTED, "gemm: %lld tiles exceed the grid", blocks);
+    ckt_device_props props;
+    ckt_status st = ckt_rt_device_props(&props);
+    if (st != CKT_SUCCESS)
+        return st;
+    /* persistent: one block per multiprocessor at most, each walking tiles grid apart */
+    const long long grid = blocks < props.multiprocessors ? blocks : props.multiprocessors;
     ckt_kernel_ref k = dtype == CKT_BF16
                            ? (b_nk ? CKT_KERNEL_REF(gemm_sm90_nt_bf16) : CKT_KERNEL_REF(gemm_sm90_nn_bf16))
                            : (b_nk ? CKT_KERNEL_REF(gemm_sm90_nt_f16) : CKT_KERNEL_REF(gemm_sm90_nn_f16));
-    return ckt_rt_launch(k, ckt_dim3_make((unsigned)blocks, 1, 1), ckt_dim3_make(G9_THREADS, 1, 1), G9_SMEM_BYTES,
+    return ckt_rt_launch(k, ckt_dim3_make((unsigned)(grid > 0 ? grid : 1), 1, 1), ckt_dim3_make(G9_THREADS, 1, 1), G9_SMEM_BYTES,
                          stream, &q);
 #else
     (void)stream;
