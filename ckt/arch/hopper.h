@@ -50,6 +50,17 @@
  *         are zeros. The copy completes box_rows * box_cols * elem_bytes
  *         bytes on bar (announce them with ckt_mbar_arrive_expect_tx).
  *         smem 128-byte aligned, 1024 when swizzled.
+ *     int ckt_tma_make_4d(ckt_tma_desc *d, const void *base, unsigned elem_bytes,
+ *                         const uint64_t dims[4], const uint64_t strides[3],
+ *                         const unsigned box[4], ckt_swizzle sw);
+ *     void ckt_tma_load_4d(void *smem, const ckt_tma_desc *d, int c0, int c1, int c2, int c3,
+ *                          uint64_t *bar);
+ *         The same for a 4-D tensor: dims innermost first (dims[0] contiguous),
+ *         strides[i] the bytes between neighbours along dims[i + 1] (multiples
+ *         of 16, nonzero; they may overlap, e.g. [b][s][h][d] as (d, s, h, b)),
+ *         box[i] the box's extent along dims[i] (1..256), coordinates c0..c3
+ *         innermost first. The box lands as box[3] x box[2] x box[1] rows of
+ *         box[0] * elem_bytes bytes.
  *     void ckt_fence_proxy_async(void);
  *         Orders this thread's ordinary shared-memory writes before later
  *         reads by TMA or wgmma (fence.proxy.async.shared::cta); each writing
@@ -66,7 +77,7 @@
  *                                             uint64_t desc_b, int accumulate);
  *     ckt_wgmma_commit();                     closes a group of wgmmas
  *     ckt_wgmma_wait0(); ckt_wgmma_wait1();   until at most 0 / 1 groups pend
- *   N = 64, 128 or 256. accumulate = 0: D = A B (d's old values ignored).
+ *   N = 64, 128, 192 or 256. accumulate = 0: D = A B (d's old values ignored).
  *   Until the wait that covers it, d must not be read or written, and the
  *   shared memory the wgmma reads must not change.
  *   D's layout (warp w = warp index % 4 of the warpgroup, g = lane / 4,
@@ -125,6 +136,21 @@ static inline int ckt__tma_args_ok(const void *base, unsigned elem_bytes, uint64
     if (sw != CKT_SWIZZLE_NONE && box_cols * elem_bytes != (unsigned)sw)
         return 0;
     return sw == CKT_SWIZZLE_NONE || sw == CKT_SWIZZLE_32B || sw == CKT_SWIZZLE_64B || sw == CKT_SWIZZLE_128B;
+}
+
+/* Whether a TMA 4-D map with these arguments is legal (ckt_tma_make_4d). */
+static inline int ckt__tma_args4_ok(const void *base, unsigned elem_bytes, const uint64_t *dims, const uint64_t *strides,
+                                    const unsigned *box, ckt_swizzle sw)
+{
+    if (!dims || !strides || !box || !ckt__tma_args_ok(base, elem_bytes, dims[1], dims[0], strides[0], box[1], box[0], sw))
+        return 0;
+    for (int i = 1; i < 4; i++)
+        if (dims[i] == 0 || box[i] < 1 || box[i] > 256)
+            return 0;
+    for (int i = 0; i < 3; i++)
+        if (strides[i] == 0 || strides[i] % 16 || strides[i] >= (1ull << 40))
+            return 0;
+    return 1;
 }
 
 /* The swizzle of ckt_swizzle sw applied to byte offset x (from a 1024-byte

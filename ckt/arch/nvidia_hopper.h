@@ -24,13 +24,11 @@ typedef CUresult (*ckt__tma_encode_fn)(CUtensorMap *, CUtensorMapDataType, cuuin
                                        CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
                                        CUtensorMapFloatOOBfill);
 
-static inline int ckt_tma_make_2d(ckt_tma_desc *d, const void *base, unsigned elem_bytes, uint64_t rows,
-                                  uint64_t cols, uint64_t row_stride_bytes, unsigned box_rows, unsigned box_cols,
-                                  ckt_swizzle sw)
+/* rank 2 or 4: dims, box innermost first; strides of dims[1..] in bytes */
+static inline int ckt__tma_encode(ckt_tma_desc *d, const void *base, unsigned elem_bytes, unsigned rank,
+                                  const uint64_t *dims, const uint64_t *strides, const unsigned *boxes, ckt_swizzle sw)
 {
     static ckt__tma_encode_fn encode;
-    if (!d || !ckt__tma_args_ok(base, elem_bytes, rows, cols, row_stride_bytes, box_rows, box_cols, sw))
-        return -1;
     if (!encode) {
         void *fn = NULL;
         cudaDriverEntryPointQueryResult q;
@@ -47,12 +45,36 @@ static inline int ckt_tma_make_2d(ckt_tma_desc *d, const void *base, unsigned el
                                    : sw == CKT_SWIZZLE_64B ? CU_TENSOR_MAP_SWIZZLE_64B
                                    : sw == CKT_SWIZZLE_32B ? CU_TENSOR_MAP_SWIZZLE_32B
                                                            : CU_TENSOR_MAP_SWIZZLE_NONE;
-    cuuint64_t dims[2] = {cols, rows}, strides[1] = {row_stride_bytes};
-    cuuint32_t box[2] = {box_cols, box_rows}, estr[2] = {1, 1};
-    CUresult r = encode((CUtensorMap *)d, ty, 2, (void *)base, dims, strides, box, estr,
-                        CU_TENSOR_MAP_INTERLEAVE_NONE, swz, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    cuuint64_t gd[4], gs[3];
+    cuuint32_t box[4], estr[4] = {1, 1, 1, 1};
+    for (unsigned i = 0; i < rank; i++) {
+        gd[i] = dims[i];
+        box[i] = boxes[i];
+        if (i + 1 < rank)
+            gs[i] = strides[i];
+    }
+    CUresult r = encode((CUtensorMap *)d, ty, rank, (void *)base, gd, gs, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, swz,
+                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     return r == CUDA_SUCCESS ? 0 : -1;
+}
+
+static inline int ckt_tma_make_2d(ckt_tma_desc *d, const void *base, unsigned elem_bytes, uint64_t rows,
+                                  uint64_t cols, uint64_t row_stride_bytes, unsigned box_rows, unsigned box_cols,
+                                  ckt_swizzle sw)
+{
+    if (!d || !ckt__tma_args_ok(base, elem_bytes, rows, cols, row_stride_bytes, box_rows, box_cols, sw))
+        return -1;
+    const uint64_t dims[2] = {cols, rows}, strides[1] = {row_stride_bytes};
+    const unsigned box[2] = {box_cols, box_rows};
+    return ckt__tma_encode(d, base, elem_bytes, 2, dims, strides, box, sw);
+}
+
+static inline int ckt_tma_make_4d(ckt_tma_desc *d, const void *base, unsigned elem_bytes, const uint64_t dims[4],
+                                  const uint64_t strides[3], const unsigned box[4], ckt_swizzle sw)
+{
+    if (!d || !ckt__tma_args4_ok(base, elem_bytes, dims, strides, box, sw))
+        return -1;
+    return ckt__tma_encode(d, base, elem_bytes, 4, dims, strides, box, sw);
 }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -89,6 +111,14 @@ CKT_INLINE CKT_DEVICE void ckt_tma_load_2d(void *smem, const ckt_tma_desc *d, in
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
                  "[%0], [%1, {%2, %3}], [%4];\n" ::"r"(ckt__smem_u32(smem)),
                  "l"((uint64_t)(uintptr_t)d), "r"(col), "r"(row), "r"(ckt__smem_u32(bar))
+                 : "memory");
+}
+CKT_INLINE CKT_DEVICE void ckt_tma_load_4d(void *smem, const ckt_tma_desc *d, int c0, int c1, int c2, int c3,
+                                           uint64_t *bar)
+{
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+                 "[%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(ckt__smem_u32(smem)),
+                 "l"((uint64_t)(uintptr_t)d), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(ckt__smem_u32(bar))
                  : "memory");
 }
 CKT_INLINE CKT_DEVICE void ckt_fence_proxy_async(void)

@@ -636,6 +636,18 @@ static inline size_t CKT__FMHA_FN(_workspace_bytes)(const ckt_fmha_fwd_args *a)
     return ckt_fmha_splitkv_workspace_bytes(splits, a->batch, a->nhead_q, a->seqlen_q, a->hdim_v);
 }
 
+/* >>the Hopper kernel (ckt/fmha/fwd_sm90_body.h): instances of 16-bit
+ * inputs with head dims multiples of 64 up to 256, on NVIDIA and the
+ * emulator's nv profile */
+#if (defined(CKT_BACKEND_NVIDIA) || (defined(CKT_BACKEND_CPU) && CKT_WARP_SIZE == 32)) && !CKT__FMHA_FP8 &&        \
+    !CKT__FMHA_PACK && CKT__FMHA_VSPLIT == 1 && CKT__FMHA_D % 64 == 0 && CKT__FMHA_DV % 64 == 0 &&                \
+    CKT__FMHA_D <= 256 && CKT__FMHA_DV <= 256
+#define CKT__FMHA_SM90 1
+#include "ckt/fmha/fwd_sm90_body.h"
+#else
+#define CKT__FMHA_SM90 0
+#endif
+
 static inline ckt_status CKT__FMHA_FN(_launch)(const ckt_fmha_fwd_args *a, ckt_stream stream)
 {
     if (!CKT__FMHA_SUPPORTED) /* before the arguments: no call can run */
@@ -688,6 +700,14 @@ static inline ckt_status CKT__FMHA_FN(_launch)(const ckt_fmha_fwd_args *a, ckt_s
             return ckt__fail(CKT_ERROR_UNSUPPORTED, "num_splits: %d splits x batch %d exceed the grid's 65535",
                              k.num_splits, a->batch);
     }
+#if CKT__FMHA_SM90
+    { /* calls the Hopper kernel takes (on an sm_90 device) go there */
+        int ran;
+        st = CKT__FMHA_FN(_sm90_run)(&k, stream, &ran);
+        if (ran)
+            return st;
+    }
+#endif
     st = ckt_rt_launch(a->bias || a->alibi_slopes ? CKT_KERNEL_REF(CKT__FMHA_FN(CKT__FMHA_BIAS_K))
                        : a->p_drop > 0.0f             ? CKT_KERNEL_REF(CKT__FMHA_FN(CKT__FMHA_DROP_K))
                                                       : CKT_KERNEL_REF(CKT__FMHA_FN(_kernel)),
@@ -723,6 +743,7 @@ static inline ckt_status CKT__FMHA_FN(_launch)(const ckt_fmha_fwd_args *a, ckt_s
 #undef CKT__FMHA_VT_ELEMS
 #undef CKT__FMHA_MMA_IN
 #undef CKT__FMHA_HAS_KERNEL
+#undef CKT__FMHA_SM90
 #undef CKT__FMHA_DROP_K
 #undef CKT__FMHA_BIAS_K
 #undef CKT__FMHA_D

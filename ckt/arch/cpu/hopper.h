@@ -39,23 +39,43 @@
 #define CKT_KERNEL_GRID_CONSTANT(name, T, p) CKT__KERNEL(name, T, p)
 #define CKT_KERNEL_GRID_CONSTANT_BOUNDS(name, T, p, max_threads, min_blocks) CKT__KERNEL(name, T, p)
 
-/* >>TMA host side: the map keeps its fields in the opaque words */
-#define CKT__EMU_TMA_MAGIC 0x636b74746d613264ull /* "cktmta2d" */
+/* >>TMA host side: the map keeps its fields in the opaque words: [0] a
+ * magic, [1] base, [2..5] dims, [6..8] strides (bytes), [9] the boxes (16
+ * bits each), [10] elem_bytes | swizzle << 8 */
+#define CKT__EMU_TMA_MAGIC 0x636b74746d613464ull /* "cktmta4d" */
+static inline int ckt__emu_tma_fill(ckt_tma_desc *d, const void *base, unsigned elem_bytes, const uint64_t *dims,
+                                    const uint64_t *strides, const unsigned *box, ckt_swizzle sw)
+{
+    memset(d, 0, sizeof *d);
+    d->opaque[0] = CKT__EMU_TMA_MAGIC;
+    d->opaque[1] = (uint64_t)(uintptr_t)base;
+    for (int i = 0; i < 4; i++) {
+        d->opaque[2 + i] = dims[i];
+        d->opaque[9] |= (uint64_t)box[i] << (16 * i);
+    }
+    for (int i = 0; i < 3; i++)
+        d->opaque[6 + i] = strides[i];
+    d->opaque[10] = (uint64_t)elem_bytes | ((uint64_t)sw << 8);
+    return 0;
+}
+
 static inline int ckt_tma_make_2d(ckt_tma_desc *d, const void *base, unsigned elem_bytes, uint64_t rows,
                                   uint64_t cols, uint64_t row_stride_bytes, unsigned box_rows, unsigned box_cols,
                                   ckt_swizzle sw)
 {
     if (!d || !ckt__tma_args_ok(base, elem_bytes, rows, cols, row_stride_bytes, box_rows, box_cols, sw))
         return -1;
-    memset(d, 0, sizeof *d);
-    d->opaque[0] = CKT__EMU_TMA_MAGIC;
-    d->opaque[1] = (uint64_t)(uintptr_t)base;
-    d->opaque[2] = rows;
-    d->opaque[3] = cols;
-    d->opaque[4] = row_stride_bytes;
-    d->opaque[5] = (uint64_t)box_rows | ((uint64_t)box_cols << 16) | ((uint64_t)elem_bytes << 32) |
-                   ((uint64_t)sw << 40);
-    return 0;
+    const uint64_t dims[4] = {cols, rows, 1, 1}, strides[3] = {row_stride_bytes, 16, 16};
+    const unsigned box[4] = {box_cols, box_rows, 1, 1};
+    return ckt__emu_tma_fill(d, base, elem_bytes, dims, strides, box, sw);
+}
+
+static inline int ckt_tma_make_4d(ckt_tma_desc *d, const void *base, unsigned elem_bytes, const uint64_t dims[4],
+                                  const uint64_t strides[3], const unsigned box[4], ckt_swizzle sw)
+{
+    if (!d || !ckt__tma_args4_ok(base, elem_bytes, dims, strides, box, sw))
+        return -1;
+    return ckt__emu_tma_fill(d, base, elem_bytes, dims, strides, box, sw);
 }
 
 #if CKT_EMU_WARP_SIZE == 32
@@ -138,41 +158,50 @@ static inline void ckt__emu_mbar_wait(uint64_t *bar, unsigned parity, const char
 #define ckt_mbar_wait(bar, parity) ckt__emu_mbar_wait((bar), (parity), __FILE__, __LINE__)
 
 /* >>TMA */
-static inline void ckt__emu_tma_load_2d(void *smem, const ckt_tma_desc *d, int col, int row, uint64_t *bar,
-                                        const char *file, int line)
+static inline void ckt__emu_tma_load_4d(void *smem, const ckt_tma_desc *d, int c0, int c1, int c2, int c3,
+                                        uint64_t *bar, const char *file, int line)
 {
     if (!d || d->opaque[0] != CKT__EMU_TMA_MAGIC)
-        ckt__emu_die(file, line, "ckt_tma_load_2d: %p is not a tensor map made by ckt_tma_make_2d", (const void *)d);
+        ckt__emu_die(file, line, "ckt_tma_load: %p is not a tensor map made by ckt_tma_make_2d / _4d", (const void *)d);
     const unsigned char *base = (const unsigned char *)(uintptr_t)d->opaque[1];
-    const uint64_t rows = d->opaque[2], cols = d->opaque[3], stride = d->opaque[4], f = d->opaque[5];
-    const unsigned box_rows = (unsigned)(f & 0xffffu), box_cols = (unsigned)((f >> 16) & 0xffffu);
-    const unsigned eb = (unsigned)((f >> 32) & 0xffu);
-    const ckt_swizzle sw = (ckt_swizzle)((f >> 40) & 0xffffu);
-    const size_t row_bytes = (size_t)box_cols * eb, bytes = row_bytes * box_rows;
+    const uint64_t *dims = &d->opaque[2], *strides = &d->opaque[6];
+    unsigned box[4];
+    for (int i = 0; i < 4; i++)
+        box[i] = (unsigned)((d->opaque[9] >> (16 * i)) & 0xffffu);
+    const unsigned eb = (unsigned)(d->opaque[10] & 0xffu);
+    const ckt_swizzle sw = (ckt_swizzle)((d->opaque[10] >> 8) & 0xffffu);
+    const size_t row_bytes = (size_t)box[0] * eb, rows = (size_t)box[1] * box[2] * box[3], bytes = row_bytes * rows;
     const unsigned align = sw == CKT_SWIZZLE_NONE ? 128u : 1024u;
     ckt__emu_worker *w = ckt__emu_self;
     if (!ckt__emu_in_shared(smem, bytes) || (size_t)((unsigned char *)smem - w->shared) % align)
         ckt__emu_die(file, line,
-                     "ckt_tma_load_2d: destination %p (+%zu bytes) is not a %u-byte aligned shared-memory tile",
-                     smem, bytes, align);
-    unsigned char *dst = (unsigned char *)smem;
-    const uint32_t off0 = (uint32_t)(dst - w->shared);
-    for (unsigned r = 0; r < box_rows; r++) {
-        const int64_t gr = (int64_t)row + r;
-        for (unsigned c = 0; c < box_cols; c++) {
-            const int64_t gc = (int64_t)col + c;
-            const uint32_t o = ckt_swizzle_offset(off0 + (uint32_t)(r * row_bytes + c * eb), sw);
-            unsigned char *to = w->shared + o;
-            if (gr < 0 || gc < 0 || (uint64_t)gr >= rows || (uint64_t)gc >= cols)
+                     "ckt_tma_load: destination %p (+%zu bytes) is not a %u-byte aligned shared-memory tile", smem,
+                     bytes, align);
+    const uint32_t off0 = (uint32_t)((unsigned char *)smem - w->shared);
+    const int64_t at[4] = {c0, c1, c2, c3};
+    for (size_t r = 0; r < rows; r++) {
+        /* row r of the box: coordinates (c1 + r1, c2 + r2, c3 + r3) */
+        const int64_t g1 = at[1] + (int64_t)(r % box[1]), g2 = at[2] + (int64_t)(r / box[1] % box[2]);
+        const int64_t g3 = at[3] + (int64_t)(r / box[1] / box[2]);
+        const int row_in = g1 >= 0 && g2 >= 0 && g3 >= 0 && (uint64_t)g1 < dims[1] && (uint64_t)g2 < dims[2] &&
+                           (uint64_t)g3 < dims[3];
+        for (unsigned c = 0; c < box[0]; c++) {
+            const int64_t g0 = at[0] + c;
+            unsigned char *to = w->shared + ckt_swizzle_offset(off0 + (uint32_t)(r * row_bytes + c * eb), sw);
+            if (!row_in || g0 < 0 || (uint64_t)g0 >= dims[0])
                 memset(to, 0, eb);
             else
-                memcpy(to, base + (uint64_t)gr * stride + (uint64_t)gc * eb, eb);
+                memcpy(to, base + (uint64_t)g1 * strides[0] + (uint64_t)g2 * strides[1] + (uint64_t)g3 * strides[2] +
+                               (uint64_t)g0 * eb,
+                       eb);
         }
     }
-    ckt__emu_mbar_update(bar, -(int64_t)bytes, 0, "ckt_tma_load_2d", file, line);
+    ckt__emu_mbar_update(bar, -(int64_t)bytes, 0, "ckt_tma_load", file, line);
 }
 #define ckt_tma_load_2d(smem, d, col, row, bar)                                                   \
-    ckt__emu_tma_load_2d((smem), (d), (col), (row), (bar), __FILE__, __LINE__)
+    ckt__emu_tma_load_4d((smem), (d), (col), (row), 0, 0, (bar), __FILE__, __LINE__)
+#define ckt_tma_load_4d(smem, d, c0, c1, c2, c3, bar)                                             \
+    ckt__emu_tma_load_4d((smem), (d), (c0), (c1), (c2), (c3), (bar), __FILE__, __LINE__)
 #define ckt_fence_proxy_async() ((void)0)
 
 /* >>wgmma */
@@ -303,9 +332,11 @@ static inline void ckt__emu_wgmma(float *d, const uint32_t *a, uint64_t desc_a, 
     }
 CKT__EMU_WGMMA(64, bf16, 1)
 CKT__EMU_WGMMA(128, bf16, 1)
+CKT__EMU_WGMMA(192, bf16, 1)
 CKT__EMU_WGMMA(256, bf16, 1)
 CKT__EMU_WGMMA(64, f16, 0)
 CKT__EMU_WGMMA(128, f16, 0)
+CKT__EMU_WGMMA(192, f16, 0)
 CKT__EMU_WGMMA(256, f16, 0)
 #undef CKT__EMU_WGMMA
 
@@ -324,9 +355,11 @@ CKT__EMU_WGMMA(256, f16, 0)
     }
 CKT__EMU_WGMMA_NAMES(64, bf16)
 CKT__EMU_WGMMA_NAMES(128, bf16)
+CKT__EMU_WGMMA_NAMES(192, bf16)
 CKT__EMU_WGMMA_NAMES(256, bf16)
 CKT__EMU_WGMMA_NAMES(64, f16)
 CKT__EMU_WGMMA_NAMES(128, f16)
+CKT__EMU_WGMMA_NAMES(192, f16)
 CKT__EMU_WGMMA_NAMES(256, f16)
 #undef CKT__EMU_WGMMA_NAMES
 #undef CKT__EMU_WGMMA_NAMES_
@@ -339,6 +372,10 @@ CKT__EMU_WGMMA_NAMES(256, f16)
 #define ckt_wgmma_m64n128k16_bf16_ss_bmn(d, da, db, acc) ckt_wgmma_m64n128k16_bf16_ss_emu((d), (da), (db), (acc), 1, __FILE__, __LINE__)
 #define ckt_wgmma_m64n128k16_bf16_rs(d, a, db, acc) ckt_wgmma_m64n128k16_bf16_rs_emu((d), (a), (db), (acc), 0, __FILE__, __LINE__)
 #define ckt_wgmma_m64n128k16_bf16_rs_bmn(d, a, db, acc) ckt_wgmma_m64n128k16_bf16_rs_emu((d), (a), (db), (acc), 1, __FILE__, __LINE__)
+#define ckt_wgmma_m64n192k16_bf16_ss(d, da, db, acc) ckt_wgmma_m64n192k16_bf16_ss_emu((d), (da), (db), (acc), 0, __FILE__, __LINE__)
+#define ckt_wgmma_m64n192k16_bf16_ss_bmn(d, da, db, acc) ckt_wgmma_m64n192k16_bf16_ss_emu((d), (da), (db), (acc), 1, __FILE__, __LINE__)
+#define ckt_wgmma_m64n192k16_bf16_rs(d, a, db, acc) ckt_wgmma_m64n192k16_bf16_rs_emu((d), (a), (db), (acc), 0, __FILE__, __LINE__)
+#define ckt_wgmma_m64n192k16_bf16_rs_bmn(d, a, db, acc) ckt_wgmma_m64n192k16_bf16_rs_emu((d), (a), (db), (acc), 1, __FILE__, __LINE__)
 #define ckt_wgmma_m64n256k16_bf16_ss(d, da, db, acc) ckt_wgmma_m64n256k16_bf16_ss_emu((d), (da), (db), (acc), 0, __FILE__, __LINE__)
 #define ckt_wgmma_m64n256k16_bf16_ss_bmn(d, da, db, acc) ckt_wgmma_m64n256k16_bf16_ss_emu((d), (da), (db), (acc), 1, __FILE__, __LINE__)
 #define ckt_wgmma_m64n256k16_bf16_rs(d, a, db, acc) ckt_wgmma_m64n256k16_bf16_rs_emu((d), (a), (db), (acc), 0, __FILE__, __LINE__)
@@ -351,6 +388,10 @@ CKT__EMU_WGMMA_NAMES(256, f16)
 #define ckt_wgmma_m64n128k16_f16_ss_bmn(d, da, db, acc) ckt_wgmma_m64n128k16_f16_ss_emu((d), (da), (db), (acc), 1, __FILE__, __LINE__)
 #define ckt_wgmma_m64n128k16_f16_rs(d, a, db, acc) ckt_wgmma_m64n128k16_f16_rs_emu((d), (a), (db), (acc), 0, __FILE__, __LINE__)
 #define ckt_wgmma_m64n128k16_f16_rs_bmn(d, a, db, acc) ckt_wgmma_m64n128k16_f16_rs_emu((d), (a), (db), (acc), 1, __FILE__, __LINE__)
+#define ckt_wgmma_m64n192k16_f16_ss(d, da, db, acc) ckt_wgmma_m64n192k16_f16_ss_emu((d), (da), (db), (acc), 0, __FILE__, __LINE__)
+#define ckt_wgmma_m64n192k16_f16_ss_bmn(d, da, db, acc) ckt_wgmma_m64n192k16_f16_ss_emu((d), (da), (db), (acc), 1, __FILE__, __LINE__)
+#define ckt_wgmma_m64n192k16_f16_rs(d, a, db, acc) ckt_wgmma_m64n192k16_f16_rs_emu((d), (a), (db), (acc), 0, __FILE__, __LINE__)
+#define ckt_wgmma_m64n192k16_f16_rs_bmn(d, a, db, acc) ckt_wgmma_m64n192k16_f16_rs_emu((d), (a), (db), (acc), 1, __FILE__, __LINE__)
 #define ckt_wgmma_m64n256k16_f16_ss(d, da, db, acc) ckt_wgmma_m64n256k16_f16_ss_emu((d), (da), (db), (acc), 0, __FILE__, __LINE__)
 #define ckt_wgmma_m64n256k16_f16_ss_bmn(d, da, db, acc) ckt_wgmma_m64n256k16_f16_ss_emu((d), (da), (db), (acc), 1, __FILE__, __LINE__)
 #define ckt_wgmma_m64n256k16_f16_rs(d, a, db, acc) ckt_wgmma_m64n256k16_f16_rs_emu((d), (a), (db), (acc), 0, __FILE__, __LINE__)

@@ -1,0 +1,267 @@
+/* ckt/fmha/fwd_sm90_body.h — the forward on Hopper's instructions, a
+ * fragment of ckt/fmha/fwd_body.h (included there once per instance whose
+ * head dims are multiples of 64 up to 256, 16-bit inputs, unpacked).
+ * Defines NAME_sm90_kernel and NAME_sm90_run (the instance's launcher calls
+ * it first; it declines calls the kernel does not take).
+ *
+ * The same algorithm and shared modules as the mma.sync kernel (mask,
+ * online softmax, soft-cap, sinks, epilogue: a wgmma accumulator's warp
+ * slice of 16 rows has mma.sync's register layout), on FlashAttention-3's
+ * structure:
+ *
+ *   block of 128 query rows, 384 threads = 3 warpgroups
+ *     warpgroup 0, producer: Q once, then K_j, V_j into a 2-stage ring
+ *       (TMA 4-D tiles when the tensors allow, else cp.async by its 128
+ *       threads), each stage announced on full[s], reused after empty[s];
+ *     warpgroups 1, 2, consumers: 64 query rows each;
+ *       S = Q K_j^T        wgmma m64nBNk16, Q and K from shared memory
+ *       soft-cap, mask, m, l, P    ckt/fmha/softmax.h on the registers
+ *       O = O corr + P V_j  wgmma m64nDVk16, P from registers, V MN-major
+ *   epilogue straight from the registers (ckt/fmha/epilogue.h).
+ *
+ * Taken for calls without bias, ALiBi, dropout, KV cache or split-KV (the
+ * mma.sync kernel runs those). docs/fmha.md#hopper.
+ */
+#if !defined(CKT__FMHA_FN)
+#error "ckt/fmha/fwd_sm90_body.h: a fragment of ckt/fmha/fwd_body.h"
+#endif
+
+#include "ckt/fmha/sm90.h"
+
+#define CKT__F9_BM 128
+#define CKT__F9_BN (CKT__FMHA_D <= 128 ? 128 : 64)
+#define CKT__F9_STAGES 2
+#define CKT__F9_THREADS 384
+#define CKT__F9_Q_BYTES (CKT__F9_BM * CKT__FMHA_D * 2)
+#define CKT__F9_K_BYTES (CKT__F9_BN * CKT__FMHA_D * 2)
+#define CKT__F9_V_BYTES (CKT__F9_BN * CKT__FMHA_DV * 2)
+#define CKT__F9_SMEM_BYTES                                                                                         \
+    ((size_t)CKT__F9_Q_BYTES + CKT__F9_STAGES * (CKT__F9_K_BYTES + CKT__F9_V_BYTES) + 8 * (1 + 2 * CKT__F9_STAGES) + 1024)
+CKT_STATIC_ASSERT(CKT__F9_SMEM_BYTES <= 227 * 1024, "the Hopper forward's shared memory exceeds 227 KiB");
+
+/* wgmma of N columns, f16 or bf16: the element type is an enum constant,
+ * which the preprocessor cannot compare, so both are named and the
+ * compiler folds the test */
+#define CKT__F9_CAT3(a, b, c) a##b##c
+#define CKT__F9_WG(n, suffix) CKT__F9_CAT3(ckt_wgmma_m64n, n, suffix)
+#if CKT__FMHA_D <= 128
+#define CKT__F9_SN 128
+#else
+#define CKT__F9_SN 64
+#endif
+#define CKT__F9_S_MMA(d, da, db, acc)                                                             \
+    do {                                                                                          \
+        if (CKT__FMHA_BF16)                                                                       \
+            CKT__F9_WG(CKT__F9_SN, k16_bf16_ss)(d, da, db, acc);                                  \
+        else                                                                                      \
+            CKT__F9_WG(CKT__F9_SN, k16_f16_ss)(d, da, db, acc);                                   \
+    } while (0)
+#define CKT__F9_O_MMA(d, a, db, acc)                                                              \
+    do {                                                                                          \
+        if (CKT__FMHA_BF16)                                                                       \
+            CKT__F9_WG(CKT__FMHA_DV, k16_bf16_rs_bmn)(d, a, db, acc);                             \
+        else                                                                                      \
+            CKT__F9_WG(CKT__FMHA_DV, k16_f16_rs_bmn)(d, a, db, acc);                              \
+    } while (0)
+
+CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params, p, CKT__F9_THREADS, 1)
+{
+#if defined(CKT_HAS_WGMMA)
+    enum { D = CKT__FMHA_D, DV = CKT__FMHA_DV, BM = CKT__F9_BM, BN = CKT__F9_BN, S = CKT__F9_STAGES };
+    const ckt_fmha_fwd_args *a = &p.a;
+    CKT_DYNAMIC_SHARED(unsigned char, smem_raw);
+    unsigned char *smem = (unsigned char *)ckt_smem_align_1024(smem_raw);
+    unsigned char *sQ = smem;
+#define CKT__F9_SK(s) (smem + CKT__F9_Q_BYTES + (s) * (CKT__F9_K_BYTES + CKT__F9_V_BYTES))
+#define CKT__F9_SV(s) (CKT__F9_SK(s) + CKT__F9_K_BYTES)
+    uint64_t *qbar = (uint64_t *)(smem + CKT__F9_Q_BYTES + S * (CKT__F9_K_BYTES + CKT__F9_V_BYTES));
+    uint64_t *full = qbar + 1, *empty = full + S;
+    const int tid = (int)ckt_thread_idx_x(), wg = tid / 128, lane = (int)ckt_lane_id();
+
+    /* the tile and its entry, as the mma.sync kernel (fwd_body.h) */
+    const ckt_fmha_tile t = ckt_fmha_fwd_tile(BM, 1);
+    const int b = t.b, h = t.h, m0 = t.m0, hk = ckt_fmha_kv_head(h, a->nhead_q, a->nhead_k);
+    const ckt_fmha_seq sq = ckt_fmha_seq_resolve(a->group_mode, a->seqstart_q, a->seqstart_k, a->seqlen_q_ptr,
+                                                 a->seqlen_k_ptr, a->seqlen_q, a->seqlen_k, b);
+    if (m0 >= sq.sq)
+        return;
+    const ckt_fmha_mask_params mask = ckt_fmha_mask_make(a->mask, a->window_left, a->window_right, sq.sq, sq.sk);
+    int n_lo, n_hi, full_lo, full_hi;
+    ckt_fmha_mask_key_range(&mask, m0, BM, &n_lo, &n_hi);
+    ckt_fmha_mask_full_keys(&mask, m0, BM, BN, &full_lo, &full_hi);
+    n_lo = n_lo / BN * BN;
+    const int nblocks = n_hi > n_lo ? CKT_CEIL_DIV(n_hi - n_lo, BN) : 0;
+    const uint16_t *qp = (const uint16_t *)a->q + ckt_fmha_row_offset(a->group_mode, b, h, sq.q_start, a->q_stride_b, a->q_stride_h, a->q_stride_s);
+    const uint16_t *kp = (const uint16_t *)a->k + ckt_fmha_row_offset(a->group_mode, b, hk, sq.k_start, a->k_stride_b, a->k_stride_h, a->k_stride_s);
+    const uint16_t *vp = (const uint16_t *)a->v + ckt_fmha_row_offset(a->group_mode, b, hk, sq.k_start, a->v_stride_b, a->v_stride_h, a->v_stride_s);
+
+    /* full[s]: one arrival with the bytes (TMA) or the producer's 128 threads
+     * once their copies landed (cp.async); empty[s]: the 8 consumer warps */
+    if (tid == 0) {
+        ckt_mbar_init(qbar, p.tma ? 1 : 128);
+        for (int s = 0; s < S; s++) {
+            ckt_mbar_init(&full[s], p.tma ? 1 : 128);
+            ckt_mbar_init(&empty[s], 8);
+        }
+    }
+    ckt_block_sync();
+
+    if (wg == 0) { /* >>producer */
+        ckt_setmaxnreg_dec(40);
+        if (p.tma) {
+            if (tid != 0)
+                return;
+            ckt_mbar_arrive_expect_tx(qbar, CKT__F9_Q_BYTES);
+            for (int c = 0; c < D / 64; c++)
+                ckt_tma_load_4d(sQ + c * BM * 128, &p.tq, 64 * c, m0, h, b, qbar);
+            for (int j = 0; j < nblocks; j++) {
+                const int s = j % S, n0 = n_lo + j * BN;
+                if (j >= S)
+                    ckt_mbar_wait(&empty[s], (unsigned)((j / S - 1) & 1));
+                ckt_mbar_arrive_expect_tx(&full[s], CKT__F9_K_BYTES + CKT__F9_V_BYTES);
+                for (int c = 0; c < D / 64; c++)
+                    ckt_tma_load_4d(CKT__F9_SK(s) + c * BN * 128, &p.tk, 64 * c, n0, hk, b, &full[s]);
+                for (int c = 0; c < DV / 64; c++)
+                    ckt_tma_load_4d(CKT__F9_SV(s) + c * BN * 128, &p.tv, 64 * c, n0, hk, b, &full[s]);
+            }
+            return;
+        }
+        /* cp.async: zeros past the entry's rows and the call's head dims */
+        ckt_fmha_sm90_load_async(sQ, qp, a->q_stride_s, m0, sq.sq, a->hdim_q, BM, D, 128, tid);
+        ckt_cp_async_commit();
+        ckt_cp_async_wait_all();
+        ckt_fence_proxy_async(); /* generic-proxy writes, read by wgmma */
+        ckt_mbar_arrive(qbar);
+        for (int j = 0; j < nblocks; j++) {
+            const int s = j % S, n0 = n_lo + j * BN;
+            if (j >= S)
+                ckt_mbar_wait(&empty[s], (unsigned)((j / S - 1) & 1));
+            ckt_fmha_sm90_load_async(CKT__F9_SK(s), kp, a->k_stride_s, n0, sq.sk, a->hdim_q, BN, D, 128, tid);
+            ckt_fmha_sm90_load_async(CKT__F9_SV(s), vp, a->v_stride_s, n0, sq.sk, a->hdim_v, BN, DV, 128, tid);
+            ckt_cp_async_commit();
+            ckt_cp_async_wait_all();
+            ckt_fence_proxy_async();
+            ckt_mbar_arrive(&full[s]);
+        }
+        return;
+    }
+
+    /* >>consumers: warpgroup cw owns tile rows 64 cw .., its warp w rows 16 w .. */
+    ckt_setmaxnreg_inc(232);
+    enum { ROWS = CKT_FMHA_ROW_SLOTS(16) };
+    const int cw = wg - 1, wrow0 = m0 + 64 * cw + 16 * ((int)ckt_warp_id() % 4);
+    const float scale = a->scale > 0.0f ? a->scale : 1.0f / sqrtf((float)a->hdim_q);
+    float o_acc[DV / 2], row_m[ROWS], row_l[ROWS];
+    CKT_UNROLL
+    for (int i = 0; i < DV / 2; i++)
+        o_acc[i] = 0.0f;
+    ckt_fmha_softmax_init(row_m, row_l, 16);
+    ckt_mbar_wait(qbar, 0);
+    for (int j = 0; j < nblocks; j++) {
+        const int s = j % S, n0 = n_lo + j * BN;
+        ckt_mbar_wait(&full[s], (unsigned)((j / S) & 1));
+        /* S = Q K^T: k16 steps 32 bytes apart in a 128-byte row, rows of 64 in column blocks */
+        float s_acc[BN / 2];
+        ckt_wgmma_fence();
+        CKT_UNROLL
+        for (int ks = 0; ks < D / 16; ks++) {
+            const uint64_t dq = ckt_wgmma_desc(sQ + (ks / 4) * BM * 128 + cw * 64 * 128 + (ks % 4) * 32, CKT_SWIZZLE_128B, 16, 1024);
+            const uint64_t dk = ckt_wgmma_desc(CKT__F9_SK(s) + (ks / 4) * BN * 128 + (ks % 4) * 32, CKT_SWIZZLE_128B, 16, 1024);
+            CKT__F9_S_MMA(s_acc, dq, dk, ks > 0);
+        }
+        ckt_wgmma_commit();
+        ckt_wgmma_wait0();
+        ckt_wgmma_fence_operand(s_acc, BN / 2);
+
+        /* soft-cap, mask where the tile is cut, online softmax (ckt/fmha/softmax.h) */
+        const float to_log2 = ckt_fmha_softcap(s_acc, BN / 2, scale, a->softcap);
+        if (!(n0 >= full_lo && n0 <= full_hi))
+            ckt_fmha_mask_scores(s_acc, &mask, wrow0, n0, 16, BN, lane, 1);
+        float corr[ROWS];
+        const int grew = ckt_fmha_softmax_update(corr, s_acc, row_m, row_l, 16, BN, to_log2);
+        if (ckt_warp_any(grew))
+            ckt_fmha_rescale(o_acc, corr, 16, DV);
+
+        /* O += P V: P from the registers (mma.sync's A fragments), V [keys][DV] MN-major */
+        uint32_t pf[BN / 4];
+        ckt_warp_acc_to_a(pf, s_acc, 16, BN, CKT__FMHA_BF16);
+        ckt_wgmma_fence();
+        CKT_UNROLL
+        for (int kk = 0; kk < BN / 16; kk++) {
+            const uint64_t dv = ckt_wgmma_desc(CKT__F9_SV(s) + kk * 16 * 128, CKT_SWIZZLE_128B, BN * 128, 1024);
+            CKT__F9_O_MMA(o_acc, &pf[4 * kk], dv, 1);
+        }
+        ckt_wgmma_commit();
+        ckt_wgmma_wait0();
+        ckt_wgmma_fence_operand(o_acc, DV / 2);
+        if (lane == 0)
+            ckt_mbar_arrive(&empty[s]); /* this warp is done with stage s */
+    }
+
+    /* >>epilogue (ckt/fmha/epilogue.h): O = acc / l, sinks, LSE */
+    float inv[ROWS];
+    ckt_fmha_softmax_finish(inv, row_l, 16);
+    if (a->sink) {
+        float sink2[ROWS];
+        ckt_fmha_sink_rows(sink2, a->sink, h, wrow0, 1, 16, lane);
+        ckt_fmha_softmax_sink(inv, row_m, row_l, sink2, 16);
+    }
+    uint16_t *op = (uint16_t *)a->o + ckt_fmha_row_offset(a->group_mode, b, h, sq.q_start, a->o_stride_b, a->o_stride_h, a->o_stride_s);
+    ckt_fmha_warp_store_o(op, a->o_stride_s, sq.sq, a->hdim_v, o_acc, inv, wrow0, 16, DV, CKT__FMHA_BF16, lane);
+    if (a->lse)
+        ckt_fmha_warp_store_lse(a->lse + ckt_fmha_row_offset(a->group_mode, b, h, sq.q_start, a->lse_stride_b, a->lse_stride_h, 1),
+                                row_m, row_l, wrow0, sq.sq, 16, lane);
+#undef CKT__F9_SK
+#undef CKT__F9_SV
+#else
+    (void)p;
+#endif
+}
+
+/* Runs a on the Hopper kernel when the device, the build and the call allow
+ * (*ran = 1, the launch's status), else leaves it to the caller (*ran = 0).
+ * a: validated, its split count resolved. */
+static inline ckt_status CKT__FMHA_FN(_sm90_run)(const ckt_fmha_fwd_args *a, ckt_stream stream, int *ran)
+{
+    *ran = 0;
+    if (a->bias || a->alibi_slopes || a->p_drop > 0.0f || a->randval || a->num_splits > 1 ||
+        ckt_fmha_fwd_uses_kv_cache(a))
+        return CKT_SUCCESS;
+    static int binary_version = -1; /* the device's image of the kernel: sm_90a's is 90 */
+    if (binary_version < 0) {
+#if defined(CKT_BACKEND_NVIDIA)
+        cudaFuncAttributes fa;
+        binary_version = cudaFuncGetAttributes(&fa, (const void *)CKT_KERNEL_REF(CKT__FMHA_FN(_sm90_kernel))) == cudaSuccess
+                             ? fa.binaryVersion
+                             : 0;
+#elif defined(CKT_HAS_WGMMA)
+        binary_version = 90;
+#else
+        binary_version = 0;
+#endif
+    }
+    if (!ckt_fmha_sm90_wanted(binary_version))
+        return CKT_SUCCESS;
+    ckt_fmha_sm90_params p;
+    memset(&p, 0, sizeof p);
+    p.a = *a;
+    p.tma = !ckt_fmha_sm90_no_tma() && ckt_fmha_sm90_maps(&p, a, CKT__F9_BM, CKT__F9_BN);
+    *ran = 1;
+    return ckt_rt_launch(CKT_KERNEL_REF(CKT__FMHA_FN(_sm90_kernel)),
+                         ckt_fmha_fwd_grid(a->batch, a->nhead_q, a->seqlen_q, CKT__F9_BM, 1),
+                         ckt_dim3_make(CKT__F9_THREADS, 1, 1), CKT__F9_SMEM_BYTES, stream, &p);
+}
+
+#undef CKT__F9_BM
+#undef CKT__F9_BN
+#undef CKT__F9_STAGES
+#undef CKT__F9_THREADS
+#undef CKT__F9_Q_BYTES
+#undef CKT__F9_K_BYTES
+#undef CKT__F9_V_BYTES
+#undef CKT__F9_SMEM_BYTES
+#undef CKT__F9_CAT3
+#undef CKT__F9_WG
+#undef CKT__F9_SN
+#undef CKT__F9_S_MMA
+#undef CKT__F9_O_MMA

@@ -1,0 +1,101 @@
+/* ckt/fmha/sm90.h — what every instance's Hopper forward kernel
+ * (ckt/fmha/fwd_sm90_body.h) shares: its parameter struct, the tensor maps
+ * of Q, K and V, the swizzled cp.async tile load used where TMA cannot
+ * address the tensors, and the run-time choice of the path.
+ *
+ * Shared tiles hold rows of 64 elements (128 bytes) per column block, 128B
+ * swizzled (ckt/arch/hopper.h): a [rows][D] tile is D / 64 blocks of
+ * rows x 128 bytes, block c at c * rows * 128.
+ */
+#ifndef CKT_FMHA_SM90_H
+#define CKT_FMHA_SM90_H
+
+#include "ckt/arch/arch.h"
+#include "ckt/fmha/args.h"
+#include "ckt/host/runtime.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The kernel's parameters: the forward's arguments and, when tma is 1, the
+ * tensor maps of Q, K and V as (d, s, h, b) (batch mode without per-entry
+ * lengths: the map's edges are the entry's, so TMA's zero fill is exact);
+ * otherwise the producer loads with cp.async (group mode, padded lengths,
+ * strides TMA cannot take). */
+typedef struct ckt_fmha_sm90_params {
+    ckt_tma_desc tq, tk, tv; /* first: 64-byte aligned */
+    ckt_fmha_fwd_args a;
+    int tma;
+} ckt_fmha_sm90_params;
+
+/* The tensor maps of a's Q, K, V with boxes of 64 columns by bm (Q) and bn
+ * (K, V) rows; 1 if all three are legal, 0 if the call must use cp.async. */
+static inline int ckt_fmha_sm90_maps(ckt_fmha_sm90_params *p, const ckt_fmha_fwd_args *a, int bm, int bn)
+{
+    if (a->group_mode || a->seqlen_q_ptr || a->seqlen_k_ptr)
+        return 0;
+    const void *base[3] = {a->q, a->k, a->v};
+    const int64_t cols[3] = {a->hdim_q, a->hdim_q, a->hdim_v}, rows[3] = {a->seqlen_q, a->seqlen_k, a->seqlen_k};
+    const int64_t heads[3] = {a->nhead_q, a->nhead_k, a->nhead_k};
+    const int64_t ss[3] = {a->q_stride_s, a->k_stride_s, a->v_stride_s}, sh[3] = {a->q_stride_h, a->k_stride_h, a->v_stride_h};
+    const int64_t sb[3] = {a->q_stride_b, a->k_stride_b, a->v_stride_b};
+    ckt_tma_desc *d[3] = {&p->tq, &p->tk, &p->tv};
+    for (int i = 0; i < 3; i++) {
+        if (rows[i] <= 0 || ss[i] <= 0 || sh[i] < 0 || sb[i] < 0)
+            return 0;
+        /* a stride along a dimension of extent 1 is never used: any legal one */
+        const uint64_t dims[4] = {(uint64_t)cols[i], (uint64_t)rows[i], (uint64_t)heads[i], (uint64_t)a->batch};
+        const uint64_t strides[3] = {(uint64_t)ss[i] * 2, heads[i] > 1 ? (uint64_t)sh[i] * 2 : 16,
+                                     a->batch > 1 ? (uint64_t)sb[i] * 2 : 16};
+        const unsigned box[4] = {64, (unsigned)(i == 0 ? bm : bn), 1, 1};
+        if (ckt_tma_make_4d(d[i], base[i], 2, dims, strides, box, CKT_SWIZZLE_128B) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+/* Whether calls may take the Hopper kernel: an sm_90 device whose image
+ * of the kernel is sm_90a's (binary_version 90), unless the environment
+ * says CKT_FMHA_FORCE_SM80=1; on the emulator's nv profile only when
+ * CKT_FMHA_SM90=1 (the tests run it so; the mma.sync kernel stays the
+ * emulator's default). */
+static inline int ckt_fmha_sm90_wanted(int binary_version)
+{
+    const char *force = getenv("CKT_FMHA_FORCE_SM80");
+    if (force && strcmp(force, "1") == 0)
+        return 0;
+#if defined(CKT_BACKEND_CPU)
+    (void)binary_version;
+    const char *on = getenv("CKT_FMHA_SM90");
+    return on && strcmp(on, "1") == 0;
+#else
+    return binary_version == 90;
+#endif
+}
+
+/* CKT_FMHA_SM90_NO_TMA=1: the producer loads with cp.async even where TMA
+ * could (for tests of that path on batch-mode calls). */
+static inline int ckt_fmha_sm90_no_tma(void)
+{
+    const char *v = getenv("CKT_FMHA_SM90_NO_TMA");
+    return v && strcmp(v, "1") == 0;
+}
+
+#if defined(CKT_HAS_WGMMA)
+/* tile[r][c] (r < rows, c < cols: a [rows][cols] tile in 64-column blocks,
+ * 128B swizzled) <- src[row0 + r][c], zeros past valid_rows and valid_cols
+ * (multiples of 8): 16-byte cp.async chunks over threads nt (this one: t). */
+CKT_INLINE CKT_DEVICE void ckt_fmha_sm90_load_async(unsigned char *tile, const uint16_t *src, int64_t ld, int row0,
+                                                    int valid_rows, int valid_cols, int rows, int cols, int nt, int t)
+{
+    const int chunks = cols / 8;
+    for (int idx = t; idx < rows * chunks; idx += nt) {
+        const int r = idx / chunks, c8 = idx % chunks, gr = row0 + r, gc = c8 * 8;
+        unsigned char *dst = tile + (c8 / 8) * rows * 128 + ckt_swizzle_offset((uint32_t)(r * 128 + (c8 % 8) * 16), CKT_SWIZZLE_128B);
+        const int ok = gr < valid_rows && gc < valid_cols;
+        ckt_cp_async_16(dst, ok ? (const void *)(src + (int64_t)gr * ld + gc) : (const void *)src, ok ? 16u : 0u);
+    }
+}
+#endif
+
+#endif /* CKT_FMHA_SM90_H */
