@@ -32,6 +32,13 @@
  *         Returns once the phase of that parity has completed (the current
  *         phase parity differs from `parity`).
  *
+ * >>named barriers (NVIDIA, the emulator's nv profile): a barrier of
+ *   `count` threads (a multiple of 32) at id 1..15 (0 is ckt_block_sync's)
+ *     void ckt_named_barrier_sync(unsigned id, unsigned count);    arrive, wait
+ *     void ckt_named_barrier_arrive(unsigned id, unsigned count);  arrive only
+ *   It completes once count threads have arrived; warpgroups take turns
+ *   with them (FlashAttention-3's ping-pong: ckt/fmha/fwd_sm90_body.h).
+ *
  * >>TMA (2-D tiles; the tensor map is made on the host, passed to the
  *   kernel inside its parameter struct, and the kernel declared with
  *   CKT_KERNEL_GRID_CONSTANT so that its address is a parameter address):

@@ -77,6 +77,16 @@ static inline int ckt_tma_make_4d(ckt_tma_desc *d, const void *base, unsigned el
     return ckt__tma_encode(d, base, elem_bytes, 4, dims, strides, box, sw);
 }
 
+/* >>named barriers (every NVIDIA target): ids 1..15, count threads */
+CKT_INLINE CKT_DEVICE void ckt_named_barrier_sync(unsigned id, unsigned count)
+{
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+CKT_INLINE CKT_DEVICE void ckt_named_barrier_arrive(unsigned id, unsigned count)
+{
+    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 
 /* >>mbarrier */

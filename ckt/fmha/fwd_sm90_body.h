@@ -156,47 +156,105 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
     for (int i = 0; i < DV / 2; i++)
         o_acc[i] = 0.0f;
     ckt_fmha_softmax_init(row_m, row_l, 16);
+    /* S = Q K_j^T into s_acc (issued, not waited for): k16 steps 32 bytes
+     * apart in a 128-byte row, the rows' 64-column blocks BM / BN rows apart */
+#define CKT__F9_ISSUE_S(s_acc, st)                                                                                \
+    do {                                                                                                          \
+        ckt_wgmma_fence();                                                                                        \
+        CKT_UNROLL                                                                                                \
+        for (int ks = 0; ks < D / 16; ks++) {                                                                     \
+            const uint64_t dq_ = ckt_wgmma_desc(sQ + (ks / 4) * BM * 128 + cw * 64 * 128 + (ks % 4) * 32,         \
+                                                CKT_SWIZZLE_128B, 16, 1024);                                      \
+            const uint64_t dk_ = ckt_wgmma_desc(CKT__F9_SK(st) + (ks / 4) * BN * 128 + (ks % 4) * 32,             \
+                                                CKT_SWIZZLE_128B, 16, 1024);                                      \
+            CKT__F9_S_MMA(s_acc, dq_, dk_, ks > 0);                                                               \
+        }                                                                                                         \
+        ckt_wgmma_commit();                                                                                       \
+    } while (0)
+    /* O += P V_j (issued): P from the registers (mma.sync's A fragments), V
+     * [keys][DV] MN-major, 64-column blocks BN rows apart */
+#define CKT__F9_ISSUE_PV(pf, st)                                                                                  \
+    do {                                                                                                          \
+        ckt_wgmma_fence();                                                                                        \
+        CKT_UNROLL                                                                                                \
+        for (int kk = 0; kk < BN / 16; kk++) {                                                                    \
+            const uint64_t dv_ = ckt_wgmma_desc(CKT__F9_SV(st) + kk * 16 * 128, CKT_SWIZZLE_128B, BN * 128, 1024); \
+            CKT__F9_O_MMA(o_acc, &pf[4 * kk], dv_, 1);                                                            \
+        }                                                                                                         \
+        ckt_wgmma_commit();                                                                                       \
+    } while (0)
+
+    /* soft-cap, mask where tile n0 is cut, online softmax (ckt/fmha/softmax.h):
+     * s_acc becomes P, corr and grew say how O must be rescaled */
+#define CKT__F9_SOFTMAX(n0)                                                                                       \
+    const float to_log2 = ckt_fmha_softcap(s_acc, BN / 2, scale, a->softcap);                                     \
+    if (!((n0) >= full_lo && (n0) <= full_hi))                                                                    \
+        ckt_fmha_mask_scores(s_acc, &mask, wrow0, (n0), 16, BN, lane, 1);                                         \
+    float corr[ROWS];                                                                                             \
+    const int grew = ckt_fmha_softmax_update(corr, s_acc, row_m, row_l, 16, BN, to_log2)
+
+    /* FlashAttention-3's intra-warpgroup overlap: the softmax of tile j runs
+     * while the tensor cores do P_{j-1} V_{j-1}; O is rescaled once that is
+     * done. pf holds P of the tile whose P V is next. The first tile is
+     * peeled so that every wait in the loop is unconditional (a wait under
+     * a branch makes ptxas serialize the wgmmas). */
+    uint32_t pf[BN / 4];
+    float s_acc[BN / 2];
+    int s_prev = 0;
+    /* ping-pong (FlashAttention-3): the two warpgroups take turns to issue
+     * their wgmmas, named barriers 1 and 2 of both warpgroups' 256 threads,
+     * so that one's softmax runs while the other's products do; the first
+     * warpgroup goes first */
+#define CKT__F9_MY_TURN() ckt_named_barrier_sync(1 + cw, 256)
+#define CKT__F9_YOUR_TURN() ckt_named_barrier_arrive(2 - cw, 256)
+    if (cw == 1)
+        CKT__F9_YOUR_TURN();
     ckt_mbar_wait(qbar, 0);
-    for (int j = 0; j < nblocks; j++) {
-        const int s = j % S, n0 = n_lo + j * BN;
-        ckt_mbar_wait(&full[s], (unsigned)((j / S) & 1));
-        /* S = Q K^T: k16 steps 32 bytes apart in a 128-byte row, rows of 64 in column blocks */
-        float s_acc[BN / 2];
-        ckt_wgmma_fence();
-        CKT_UNROLL
-        for (int ks = 0; ks < D / 16; ks++) {
-            const uint64_t dq = ckt_wgmma_desc(sQ + (ks / 4) * BM * 128 + cw * 64 * 128 + (ks % 4) * 32, CKT_SWIZZLE_128B, 16, 1024);
-            const uint64_t dk = ckt_wgmma_desc(CKT__F9_SK(s) + (ks / 4) * BN * 128 + (ks % 4) * 32, CKT_SWIZZLE_128B, 16, 1024);
-            CKT__F9_S_MMA(s_acc, dq, dk, ks > 0);
-        }
-        ckt_wgmma_commit();
+    if (nblocks > 0) {
+        ckt_mbar_wait(&full[0], 0);
+        CKT__F9_MY_TURN();
+        CKT__F9_ISSUE_S(s_acc, 0);
+        CKT__F9_YOUR_TURN();
         ckt_wgmma_wait0();
         ckt_wgmma_fence_operand(s_acc, BN / 2);
-
-        /* soft-cap, mask where the tile is cut, online softmax (ckt/fmha/softmax.h) */
-        const float to_log2 = ckt_fmha_softcap(s_acc, BN / 2, scale, a->softcap);
-        if (!(n0 >= full_lo && n0 <= full_hi))
-            ckt_fmha_mask_scores(s_acc, &mask, wrow0, n0, 16, BN, lane, 1);
-        float corr[ROWS];
-        const int grew = ckt_fmha_softmax_update(corr, s_acc, row_m, row_l, 16, BN, to_log2);
+        CKT__F9_SOFTMAX(n_lo);
+        (void)corr; /* O is still 0 */
+        (void)grew;
+        ckt_warp_acc_to_a(pf, s_acc, 16, BN, CKT__FMHA_BF16);
+    }
+    for (int j = 1; j < nblocks; j++) {
+        const int s = j % S;
+        ckt_mbar_wait(&full[s], (unsigned)((j / S) & 1));
+        CKT__F9_MY_TURN();
+        CKT__F9_ISSUE_S(s_acc, s);
+        CKT__F9_ISSUE_PV(pf, s_prev);
+        CKT__F9_YOUR_TURN();
+        ckt_wgmma_wait1(); /* S_j is done, P_{j-1} V_{j-1} may still run */
+        ckt_wgmma_fence_operand(s_acc, BN / 2);
+        CKT__F9_SOFTMAX(n_lo + j * BN);
+        ckt_wgmma_wait0(); /* P_{j-1} V_{j-1} done: its stage is free, O takes tile j's max */
+        ckt_wgmma_fence_operand(o_acc, DV / 2);
+        if (lane == 0)
+            ckt_mbar_arrive(&empty[s_prev]);
         if (ckt_warp_any(grew))
             ckt_fmha_rescale(o_acc, corr, 16, DV);
-
-        /* O += P V: P from the registers (mma.sync's A fragments), V [keys][DV] MN-major */
-        uint32_t pf[BN / 4];
         ckt_warp_acc_to_a(pf, s_acc, 16, BN, CKT__FMHA_BF16);
-        ckt_wgmma_fence();
-        CKT_UNROLL
-        for (int kk = 0; kk < BN / 16; kk++) {
-            const uint64_t dv = ckt_wgmma_desc(CKT__F9_SV(s) + kk * 16 * 128, CKT_SWIZZLE_128B, BN * 128, 1024);
-            CKT__F9_O_MMA(o_acc, &pf[4 * kk], dv, 1);
-        }
-        ckt_wgmma_commit();
+        s_prev = s;
+    }
+    if (nblocks > 0) { /* the last tile's P V */
+        CKT__F9_MY_TURN();
+        CKT__F9_ISSUE_PV(pf, s_prev);
+        CKT__F9_YOUR_TURN();
         ckt_wgmma_wait0();
         ckt_wgmma_fence_operand(o_acc, DV / 2);
         if (lane == 0)
-            ckt_mbar_arrive(&empty[s]); /* this warp is done with stage s */
+            ckt_mbar_arrive(&empty[s_prev]);
     }
+#undef CKT__F9_ISSUE_S
+#undef CKT__F9_SOFTMAX
+#undef CKT__F9_MY_TURN
+#undef CKT__F9_YOUR_TURN
+#undef CKT__F9_ISSUE_PV
 
     /* >>epilogue (ckt/fmha/epilogue.h): O = acc / l, sinks, LSE */
     float inv[ROWS];

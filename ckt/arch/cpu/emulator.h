@@ -122,7 +122,7 @@ enum ckt__emu_state {
     CKT__EMU_RUNNABLE,
     CKT__EMU_AT_BARRIER,
     CKT__EMU_IN_WARP_OP,
-    CKT__EMU_AT_MBAR, /* waits for an mbarrier phase (ckt/arch/cpu/hopper.h) */
+    CKT__EMU_AT_MBAR, /* waits for an mbarrier phase or a named barrier (ckt/arch/cpu/hopper.h) */
     CKT__EMU_DONE,
     CKT__EMU_HUNG
 };
@@ -138,6 +138,11 @@ enum ckt__emu_op {
     CKT__EMU_OP_SYNC,
     CKT__EMU_OP_CUSTOM /* resolved by a callback (matrix instructions) */
 };
+
+/* What a thread in state CKT__EMU_AT_MBAR waits for (its op): an mbarrier
+ * phase (op_ptr[0] the barrier, op_arg the parity) or a named barrier
+ * (op_arg its id, value the completions it saw when it arrived). */
+enum { CKT__EMU_WAIT_MBAR = 100, CKT__EMU_WAIT_NAMED = 101 };
 
 enum ckt_emu_schedule { CKT_EMU_FORWARD, CKT_EMU_REVERSE, CKT_EMU_SHUFFLE };
 
@@ -210,6 +215,7 @@ typedef struct ckt__emu_worker {
     size_t sched_stack_size;
     size_t guard_bytes, per_thread_bytes; /* stacks: [guard | stack] * nthreads */
     unsigned char *altstack;              /* signal stack of this worker's OS thread */
+    unsigned named_count[16], named_gen[16]; /* named barriers: arrivals so far, completions */
     volatile int in_fiber;                /* the watchdog's view: a fiber runs */
     volatile unsigned long switches;      /* fibers entered so far */
     unsigned long tick_switches;          /* switches seen at the last watchdog tick */
@@ -374,7 +380,7 @@ static inline const char *ckt__emu_state_name(const ckt__emu_thread *t)
     switch (t->state) {
     case CKT__EMU_AT_BARRIER: return "wait at block barrier";
     case CKT__EMU_IN_WARP_OP: return "wait in warp collective";
-    case CKT__EMU_AT_MBAR: return "wait for an mbarrier phase";
+    case CKT__EMU_AT_MBAR: return t->op == CKT__EMU_WAIT_NAMED ? "wait at a named barrier" : "wait for an mbarrier phase";
     case CKT__EMU_DONE: return "have exited";
     case CKT__EMU_HUNG: return "kept running without reaching a barrier or collective";
     default: return "are runnable (not resumed yet)";
@@ -387,6 +393,8 @@ static inline int ckt__emu_same_wait(const ckt__emu_thread *a, const ckt__emu_th
         return 0;
     if (a->state != CKT__EMU_AT_BARRIER && a->state != CKT__EMU_IN_WARP_OP && a->state != CKT__EMU_AT_MBAR)
         return 1;
+    if (a->state == CKT__EMU_AT_MBAR && a->op != b->op)
+        return 0;
     return a->line == b->line && strcmp(a->file, b->file) == 0 &&
            (a->state != CKT__EMU_IN_WARP_OP || (a->op == b->op && a->op_fn == b->op_fn));
 }
@@ -564,6 +572,8 @@ static inline int ckt__emu_run_block(ckt__emu_worker *w, unsigned bx, unsigned b
     w->block_idx[1] = by;
     w->block_idx[2] = bz;
     memset(w->shared, 0xFF, w->shared_bytes); /* poison */
+    memset(w->named_count, 0, sizeof w->named_count);
+    memset(w->named_gen, 0, sizeof w->named_gen);
     for (unsigned r = 0; r < n; r++) {
         ckt__emu_thread *t = &w->threads[r];
         t->state = CKT__EMU_RUNNABLE;
@@ -608,7 +618,8 @@ static inline int ckt__emu_run_block(ckt__emu_worker *w, unsigned bx, unsigned b
             ckt__emu_thread *t = &w->threads[r];
             if (t->state != CKT__EMU_AT_MBAR)
                 continue;
-            if (ckt__emu_mbar_phase_done(t->op_ptr[0], t->op_arg)) {
+            if (t->op == CKT__EMU_WAIT_NAMED ? w->named_gen[t->op_arg % 16] != (unsigned)t->value
+                                             : ckt__emu_mbar_phase_done(t->op_ptr[0], t->op_arg)) {
                 t->state = CKT__EMU_RUNNABLE;
                 released++;
             } else

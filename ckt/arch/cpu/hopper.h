@@ -143,6 +143,7 @@ static inline void ckt__emu_mbar_wait(uint64_t *bar, unsigned parity, const char
     ckt__emu_thread *t = w->cur;
     while (!ckt__emu_mbar_phase_done(bar, parity)) {
         t->state = CKT__EMU_AT_MBAR;
+        t->op = CKT__EMU_WAIT_MBAR;
         t->op_ptr[0] = bar;
         t->op_arg = parity;
         t->file = file;
@@ -156,6 +157,40 @@ static inline void ckt__emu_mbar_wait(uint64_t *bar, unsigned parity, const char
 #define ckt_mbar_arrive_expect_tx(bar, bytes)                                                     \
     ckt__emu_mbar_update((bar), (int64_t)(bytes), 1, "ckt_mbar_arrive_expect_tx", __FILE__, __LINE__)
 #define ckt_mbar_wait(bar, parity) ckt__emu_mbar_wait((bar), (parity), __FILE__, __LINE__)
+
+/* >>named barriers: completion when `count` threads have arrived (bar.sync
+ * arrives and waits, bar.arrive only arrives) */
+static inline void ckt__emu_named_barrier(unsigned id, unsigned count, int wait, const char *file, int line)
+{
+    ckt__emu_worker *w = ckt__emu_self;
+    if (!w)
+        ckt__emu_fail_outside("a named barrier", file, line);
+    if (id < 1 || id > 15 || count == 0 || count % 32 || count > w->launch->nthreads)
+        ckt__emu_die(file, line,
+                     "named barrier %u of %u threads: ids are 1..15 (0 is the block's), counts multiples of 32 up "
+                     "to the block's %u threads",
+                     id, count, w->launch->nthreads);
+    ckt__emu_thread *t = w->cur;
+    const unsigned gen = w->named_gen[id];
+    if (++w->named_count[id] == count) { /* the last arrival completes it */
+        w->named_count[id] = 0;
+        w->named_gen[id]++;
+        return;
+    }
+    if (!wait)
+        return;
+    while (w->named_gen[id] == gen) {
+        t->state = CKT__EMU_AT_MBAR;
+        t->op = CKT__EMU_WAIT_NAMED;
+        t->op_arg = id;
+        t->value = gen;
+        t->file = file;
+        t->line = line;
+        ckt__emu_yield(w, t);
+    }
+}
+#define ckt_named_barrier_sync(id, count) ckt__emu_named_barrier((id), (count), 1, __FILE__, __LINE__)
+#define ckt_named_barrier_arrive(id, count) ckt__emu_named_barrier((id), (count), 0, __FILE__, __LINE__)
 
 /* >>TMA */
 static inline void ckt__emu_tma_load_4d(void *smem, const ckt_tma_desc *d, int c0, int c1, int c2, int c3,
