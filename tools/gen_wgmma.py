@@ -7,7 +7,7 @@ rather than written by hand. Run from the repository root:
 
     python3 tools/gen_wgmma.py > ckt/arch/nvidia_wgmma.h
 """
-NS = (64, 128, 192, 256)
+NS = (64, 80, 128, 176, 192, 256)
 TYPES = (("bf16", "bf16"), ("f16", "f16"))
 
 

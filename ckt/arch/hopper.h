@@ -84,7 +84,7 @@
  *                                             uint64_t desc_b, int accumulate);
  *     ckt_wgmma_commit();                     closes a group of wgmmas
  *     ckt_wgmma_wait0(); ckt_wgmma_wait1();   until at most 0 / 1 groups pend
- *   N = 64, 128, 192 or 256. accumulate = 0: D = A B (d's old values ignored).
+ *   N = 64, 80, 128, 176, 192 or 256. accumulate = 0: D = A B (d's old values ignored).
  *   Until the wait that covers it, d must not be read or written, and the
  *   shared memory the wgmma reads must not change.
  *   D's layout (warp w = warp index % 4 of the warpgroup, g = lane / 4,
@@ -100,6 +100,7 @@
  *
  *   Shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format"):
  *     uint64_t ckt_wgmma_desc(const void *smem, ckt_swizzle sw, unsigned lbo, unsigned sbo);
+ *     uint64_t ckt_wgmma_desc_advance(uint64_t desc, uint32_t bytes);
  *   smem is where element (0, 0) of this instruction's operand lies; lbo and
  *   sbo (bytes, multiples of 16) place the 8-row core groups. With T = 16 /
  *   elem_bytes elements per 16-byte chunk and W the swizzle width, element
@@ -165,6 +166,14 @@ static inline int ckt__tma_args4_ok(const void *base, unsigned elem_bytes, const
 CKT_INLINE CKT_HOST_DEVICE uint32_t ckt_swizzle_offset(uint32_t x, ckt_swizzle sw)
 {
     return sw == CKT_SWIZZLE_NONE ? x : x ^ (((x >> 7) & ((uint32_t)sw / 16u - 1u)) << 4);
+}
+
+/* The descriptor of the operand `bytes` further on in shared memory (a
+ * multiple of 16; the start address is the descriptor's low field): one
+ * add in a loop instead of a new descriptor. */
+CKT_INLINE CKT_HOST_DEVICE uint64_t ckt_wgmma_desc_advance(uint64_t desc, uint32_t bytes)
+{
+    return desc + (uint64_t)(bytes >> 4);
 }
 
 /* p rounded up to a multiple of 1024 bytes (the base of swizzled tiles in

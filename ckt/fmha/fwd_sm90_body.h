@@ -29,7 +29,13 @@
 #include "ckt/fmha/sm90.h"
 
 #define CKT__F9_BM 128
-#define CKT__F9_BN (CKT__FMHA_D <= 128 ? 128 : 64)
+#ifdef CKT_FMHA_SM90_BLOCK_N /* a tuning knob: 64, 80, 128, 176, 192 or 256 */
+#define CKT__F9_BN CKT_FMHA_SM90_BLOCK_N
+#elif CKT__FMHA_D <= 128
+#define CKT__F9_BN 128
+#else
+#define CKT__F9_BN 64
+#endif
 #define CKT__F9_STAGES 2
 #define CKT__F9_THREADS 384
 #define CKT__F9_Q_BYTES (CKT__F9_BM * CKT__FMHA_D * 2)
@@ -44,17 +50,12 @@ CKT_STATIC_ASSERT(CKT__F9_SMEM_BYTES <= 227 * 1024, "the Hopper forward's shared
  * compiler folds the test */
 #define CKT__F9_CAT3(a, b, c) a##b##c
 #define CKT__F9_WG(n, suffix) CKT__F9_CAT3(ckt_wgmma_m64n, n, suffix)
-#if CKT__FMHA_D <= 128
-#define CKT__F9_SN 128
-#else
-#define CKT__F9_SN 64
-#endif
 #define CKT__F9_S_MMA(d, da, db, acc)                                                             \
     do {                                                                                          \
         if (CKT__FMHA_BF16)                                                                       \
-            CKT__F9_WG(CKT__F9_SN, k16_bf16_ss)(d, da, db, acc);                                  \
+            CKT__F9_WG(CKT__F9_BN, k16_bf16_ss)(d, da, db, acc);                                  \
         else                                                                                      \
-            CKT__F9_WG(CKT__F9_SN, k16_f16_ss)(d, da, db, acc);                                   \
+            CKT__F9_WG(CKT__F9_BN, k16_f16_ss)(d, da, db, acc);                                   \
     } while (0)
 #define CKT__F9_O_MMA(d, a, db, acc)                                                              \
     do {                                                                                          \
@@ -160,29 +161,33 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
      * apart in a 128-byte row, the rows' 64-column blocks BM / BN rows apart */
 #define CKT__F9_ISSUE_S(s_acc, st)                                                                                \
     do {                                                                                                          \
+        const uint64_t dk0_ = (st) ? dk1 : dk0;                                                                   \
         ckt_wgmma_fence();                                                                                        \
         CKT_UNROLL                                                                                                \
-        for (int ks = 0; ks < D / 16; ks++) {                                                                     \
-            const uint64_t dq_ = ckt_wgmma_desc(sQ + (ks / 4) * BM * 128 + cw * 64 * 128 + (ks % 4) * 32,         \
-                                                CKT_SWIZZLE_128B, 16, 1024);                                      \
-            const uint64_t dk_ = ckt_wgmma_desc(CKT__F9_SK(st) + (ks / 4) * BN * 128 + (ks % 4) * 32,             \
-                                                CKT_SWIZZLE_128B, 16, 1024);                                      \
-            CKT__F9_S_MMA(s_acc, dq_, dk_, ks > 0);                                                               \
-        }                                                                                                         \
+        for (int ks = 0; ks < D / 16; ks++)                                                                       \
+            CKT__F9_S_MMA(s_acc, ckt_wgmma_desc_advance(dq0, (ks / 4) * BM * 128 + (ks % 4) * 32),                \
+                          ckt_wgmma_desc_advance(dk0_, (ks / 4) * BN * 128 + (ks % 4) * 32), ks > 0);              \
         ckt_wgmma_commit();                                                                                       \
     } while (0)
     /* O += P V_j (issued): P from the registers (mma.sync's A fragments), V
      * [keys][DV] MN-major, 64-column blocks BN rows apart */
 #define CKT__F9_ISSUE_PV(pf, st)                                                                                  \
     do {                                                                                                          \
+        const uint64_t dv0_ = (st) ? dv1 : dv0;                                                                   \
         ckt_wgmma_fence();                                                                                        \
         CKT_UNROLL                                                                                                \
-        for (int kk = 0; kk < BN / 16; kk++) {                                                                    \
-            const uint64_t dv_ = ckt_wgmma_desc(CKT__F9_SV(st) + kk * 16 * 128, CKT_SWIZZLE_128B, BN * 128, 1024); \
-            CKT__F9_O_MMA(o_acc, &pf[4 * kk], dv_, 1);                                                            \
-        }                                                                                                         \
+        for (int kk = 0; kk < BN / 16; kk++)                                                                      \
+            CKT__F9_O_MMA(o_acc, &pf[4 * kk], ckt_wgmma_desc_advance(dv0_, kk * 16 * 128), 1);                    \
         ckt_wgmma_commit();                                                                                       \
     } while (0)
+    /* the descriptors of Q (this warpgroup's rows) and of each stage's K and
+     * V at their first element; the k-steps advance them (S == 2) */
+    CKT_STATIC_ASSERT(S == 2, "the Hopper forward keeps one descriptor per stage of two");
+    const uint64_t dq0 = ckt_wgmma_desc(sQ + cw * 64 * 128, CKT_SWIZZLE_128B, 16, 1024);
+    const uint64_t dk0 = ckt_wgmma_desc(CKT__F9_SK(0), CKT_SWIZZLE_128B, 16, 1024);
+    const uint64_t dk1 = ckt_wgmma_desc(CKT__F9_SK(1), CKT_SWIZZLE_128B, 16, 1024);
+    const uint64_t dv0 = ckt_wgmma_desc(CKT__F9_SV(0), CKT_SWIZZLE_128B, BN * 128, 1024);
+    const uint64_t dv1 = ckt_wgmma_desc(CKT__F9_SV(1), CKT_SWIZZLE_128B, BN * 128, 1024);
 
     /* soft-cap, mask where tile n0 is cut, online softmax (ckt/fmha/softmax.h):
      * s_acc becomes P, corr and grew say how O must be rescaled */
@@ -232,7 +237,11 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
         ckt_wgmma_wait1(); /* S_j is done, P_{j-1} V_{j-1} may still run */
         ckt_wgmma_fence_operand(s_acc, BN / 2);
         CKT__F9_SOFTMAX(n_lo + j * BN);
-        ckt_wgmma_wait0(); /* P_{j-1} V_{j-1} done: its stage is free, O takes tile j's max */
+        /* P_{j-1} V_{j-1} done: its stage is free, O takes tile j's max.
+         * (ptxas hoists this wait above the softmax's math, SASS shows; a
+         * variant that kept it below, the wait in both arms of a branch on
+         * the vote, ran 3-8% slower on H100, so the simpler form stays) */
+        ckt_wgmma_wait0();
         ckt_wgmma_fence_operand(o_acc, DV / 2);
         if (lane == 0)
             ckt_mbar_arrive(&empty[s_prev]);
@@ -320,6 +329,6 @@ static inline ckt_status CKT__FMHA_FN(_sm90_run)(const ckt_fmha_fwd_args *a, ckt
 #undef CKT__F9_SMEM_BYTES
 #undef CKT__F9_CAT3
 #undef CKT__F9_WG
-#undef CKT__F9_SN
+#undef CKT_FMHA_SM90_BLOCK_N
 #undef CKT__F9_S_MMA
 #undef CKT__F9_O_MMA
