@@ -49,7 +49,9 @@
  *         map says); elements outside the tensor (negative coordinates too)
  *         are zeros. The copy completes box_rows * box_cols * elem_bytes
  *         bytes on bar (announce them with ckt_mbar_arrive_expect_tx).
- *         smem 128-byte aligned, 1024 when swizzled.
+ *         smem 128-byte aligned, 1024 when swizzled; col * elem_bytes a
+ *         multiple of 16, negative too (an H100 stops with "illegal
+ *         instruction" otherwise; row is free).
  *     void ckt_fence_proxy_async(void);
  *         Orders this thread's ordinary shared-memory writes before later
  *         reads by TMA or wgmma (fence.proxy.async.shared::cta); each writing
