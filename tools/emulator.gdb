@@ -50,9 +50,12 @@ define ckt-threads
       printf "in warp collective %s:%d\n", $ckt_t->file, $ckt_t->line
     end
     if $ckt_t->state == 3
-      printf "exited\n"
+      printf "at mbarrier %p (phase of parity %u) %s:%d\n", $ckt_t->op_ptr[0], $ckt_t->op_arg, $ckt_t->file, $ckt_t->line
     end
     if $ckt_t->state == 4
+      printf "exited\n"
+    end
+    if $ckt_t->state == 5
       printf "abandoned by the watchdog\n"
     end
     set $ckt_a = $ckt_a + 1

@@ -56,7 +56,9 @@
  *         map says); elements outside the tensor (negative coordinates too)
  *         are zeros. The copy completes box_rows * box_cols * elem_bytes
  *         bytes on bar (announce them with ckt_mbar_arrive_expect_tx).
- *         smem 128-byte aligned, 1024 when swizzled.
+ *         smem 128-byte aligned, 1024 when swizzled; col * elem_bytes a
+ *         multiple of 16, negative too (an H100 stops with "illegal
+ *         instruction" otherwise; row is free).
  *     int ckt_tma_make_4d(ckt_tma_desc *d, const void *base, unsigned elem_bytes,
  *                         const uint64_t dims[4], const uint64_t strides[3],
  *                         const unsigned box[4], ckt_swizzle sw);
@@ -67,7 +69,7 @@
  *         of 16, nonzero; they may overlap, e.g. [b][s][h][d] as (d, s, h, b)),
  *         box[i] the box's extent along dims[i] (1..256), coordinates c0..c3
  *         innermost first. The box lands as box[3] x box[2] x box[1] rows of
- *         box[0] * elem_bytes bytes.
+ *         box[0] * elem_bytes bytes; c0 * elem_bytes a multiple of 16.
  *     void ckt_fence_proxy_async(void);
  *         Orders this thread's ordinary shared-memory writes before later
  *         reads by TMA or wgmma (fence.proxy.async.shared::cta); each writing

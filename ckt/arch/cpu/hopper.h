@@ -15,7 +15,8 @@
  *     a descriptor that does not match the tile's layout gives wrong numbers
  *     here too. Fences, commits and waits have nothing left to order.
  * Misuse the GPU would fault on or hang on — an uninitialized barrier, an
- * address outside shared memory, a misaligned tile, lanes of a warp passing
+ * address outside shared memory, a misaligned tile, a TMA box whose first
+ * column is not at a multiple of 16 bytes, lanes of a warp passing
  * different descriptors — stops the program naming the call site.
  */
 #ifndef CKT_ARCH_CPU_HOPPER_H
@@ -208,6 +209,11 @@ static inline void ckt__emu_tma_load_4d(void *smem, const ckt_tma_desc *d, int c
     const size_t row_bytes = (size_t)box[0] * eb, rows = (size_t)box[1] * box[2] * box[3], bytes = row_bytes * rows;
     const unsigned align = sw == CKT_SWIZZLE_NONE ? 128u : 1024u;
     ckt__emu_worker *w = ckt__emu_self;
+    if (((int64_t)c0 * eb) % 16 != 0) /* an H100 stops with "illegal instruction" */
+        ckt__emu_die(file, line,
+                     "ckt_tma_load: column %d of %u-byte elements is not at a multiple of 16 bytes "
+                     "(a box's rows must start 16-byte aligned in the tensor)",
+                     c0, eb);
     if (!ckt__emu_in_shared(smem, bytes) || (size_t)((unsigned char *)smem - w->shared) % align)
         ckt__emu_die(file, line,
                      "ckt_tma_load: destination %p (+%zu bytes) is not a %u-byte aligned shared-memory tile", smem,
