@@ -803,7 +803,7 @@ TEST(EmulatorDiagnosticsDeathTest, TmaColumnNotAtSixteenBytesStopsTheProgram)
     p.bytes = 16 * 48;
     EXPECT_DEATH(ckt_rt_launch(CKT_KERNEL_REF(tma_kernel), ckt_dim3_make(1, 1, 1), ckt_dim3_make(64, 1, 1),
                                p.bytes + 1024, NULL, &p),
-                 "ckt_tma_load_2d: column 3 of 2-byte elements is not at a multiple of 16 bytes.* at "
+                 "ckt_tma_load: column 3 of 2-byte elements is not at a multiple of 16 bytes.* at "
                  ".*hopper_test.cc:[0-9]+");
 }
 
