@@ -294,19 +294,28 @@ static inline ckt_status CKT__FMHA_FN(_sm90_run)(const ckt_fmha_fwd_args *a, ckt
     if (a->bias || a->alibi_slopes || a->p_drop > 0.0f || a->randval || a->num_splits > 1 ||
         ckt_fmha_fwd_uses_kv_cache(a))
         return CKT_SUCCESS;
-    static int binary_version = -1; /* the device's image of the kernel: sm_90a's is 90 */
-    if (binary_version < 0) {
+    /* the device's image of the kernel (sm_90a's is 90), per device: a host
+     * may mix sm_80 and sm_90 GPUs */
+    int binary_version = 0;
 #if defined(CKT_BACKEND_NVIDIA)
+    static int versions[64]; /* 0: not asked yet; else version + 1 */
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0)
+        dev = 0;
+    if (dev < 64 && versions[dev])
+        binary_version = versions[dev] - 1;
+    else {
         cudaFuncAttributes fa;
-        binary_version = cudaFuncGetAttributes(&fa, (const void *)CKT_KERNEL_REF(CKT__FMHA_FN(_sm90_kernel))) == cudaSuccess
+        binary_version = cudaFuncGetAttributes(&fa, (const void *)CKT_KERNEL_REF(CKT__FMHA_FN(_sm90_kernel))) ==
+                                 cudaSuccess
                              ? fa.binaryVersion
                              : 0;
-#elif defined(CKT_HAS_WGMMA)
-        binary_version = 90;
-#else
-        binary_version = 0;
-#endif
+        if (dev < 64)
+            versions[dev] = binary_version + 1;
     }
+#elif defined(CKT_HAS_WGMMA)
+    binary_version = 90;
+#endif
     if (!ckt_fmha_sm90_wanted(binary_version))
         return CKT_SUCCESS;
     ckt_fmha_sm90_params p;
