@@ -127,14 +127,15 @@ CKT_INLINE CKT_DEVICE void ckt_warp_frag_e4m3_fnuz(uint32_t *f, int n)
 
 /* b[0..1] <- the B fragment of k16 step ks (16 ks .. 16 ks + 15 in the
  * permuted key order) of P^T = the fp32 accumulator acc of S^T (WN keys x
- * 32 queries, tiles of 32 keys) times mul, rounded to OCP e4m3 (the
- * rounding of ckt_pack4_e4m3; never -0 for P >= 0): registers 8 ks .. 8 ks
- * + 7 of this lane, in place (the top). */
+ * 32 queries, tiles of 32 keys) times mul, both >= 0 (P and its scale),
+ * rounded to OCP e4m3 (ckt_pack4_e4m3_pos: ckt_pack4_e4m3's bits without
+ * its branches; never -0): registers 8 ks .. 8 ks + 7 of this lane, in
+ * place (the top). */
 CKT_INLINE CKT_DEVICE void ckt_warp_acc_to_b_e4m3(uint32_t b[2], const float *acc, int ks, float mul)
 {
     const float *p = &acc[8 * ks];
-    b[0] = ckt_pack4_e4m3(p[0] * mul, p[1] * mul, p[2] * mul, p[3] * mul);
-    b[1] = ckt_pack4_e4m3(p[4] * mul, p[5] * mul, p[6] * mul, p[7] * mul);
+    b[0] = ckt_pack4_e4m3_pos(p[0] * mul, p[1] * mul, p[2] * mul, p[3] * mul);
+    b[1] = ckt_pack4_e4m3_pos(p[4] * mul, p[5] * mul, p[6] * mul, p[7] * mul);
 }
 
 /* a[] <- the A fragments of V^T[c0 .. c0 + WM][k0 .. k0 + 16] (rows: V's

@@ -80,6 +80,27 @@ TEST(E4m3, RoundsToNearestEvenAndSaturates)
     EXPECT_EQ(ckt_pack4_e4m3(1.0f, 2.0f, -1.0f, 448.0f), 0x7eb84038u);
 }
 
+// ckt_pack4_e4m3_pos (P on CDNA): the bits of ckt_e4m3_from_f32 for every
+// f >= 0 around each rounding boundary: every exponent, the top 8 mantissa
+// bits, and low bits at and beside the ties (bit 19 is the round bit of a
+// normal; subnormal ties are short floats, covered with low bits 0).
+TEST(E4m3, NonNegativePackMatchesTheGeneralEncoder)
+{
+    const uint32_t lows[] = {0x0, 0x1, 0x3fff, 0x4000, 0x7fff};
+    int checked = 0;
+    for (uint32_t hi = 0; hi <= 0x7f80u; hi++) // sign 0, exponent and mantissa bits 22..15
+        for (uint32_t lo : lows) {
+            const uint32_t u = hi << 15 | (hi == 0x7f80u ? 0 : lo); // up to +inf, no NaN
+            float f;
+            std::memcpy(&f, &u, 4);
+            const uint32_t got = ckt_pack4_e4m3_pos(f, 0.0f, f, 1.0f);
+            const uint32_t want = ckt_e4m3_from_f32(f);
+            ASSERT_EQ(got, want | 0x38000000u | want << 16) << std::hex << u;
+            checked++;
+        }
+    EXPECT_GT(checked, 160000);
+}
+
 // gfx940's MFMA fp8 is the FNUZ e4m3 (bias 8, no -0: 0x80 is its NaN, 0x7f
 // = 240). For every OCP byte but -0 (0x80) and the NaNs (0x7f, 0xff), the
 // FNUZ reading of the same byte is exactly half the OCP value (subnormals
