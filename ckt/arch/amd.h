@@ -261,6 +261,52 @@ CKT_INLINE CKT_DEVICE void ckt_mfma_16x16x16_bf16(float d[4], const uint32_t a[2
         d[i] = acc[i];
 }
 
+/* fp8 e4m3 x e4m3 -> fp32 on gfx940-942 (CKT_HAS_MFMA_FP8 in their device
+ * pass; layout in ckt/arch/mma.h): the inputs are read as e4m3 FNUZ
+ * (ckt/arch/numeric.h), 8 bytes a lane as one 64-bit operand, byte e =
+ * element e. gfx90a has no fp8 MFMA: the functions trap there, and the fp8
+ * launchers refuse such devices before launching (ckt/fmha/fp8.h). gfx950's
+ * fp8 MFMA reads OCP bytes, another format: not enabled here. */
+#if defined(__gfx940__) || defined(__gfx941__) || defined(__gfx942__)
+#define CKT_HAS_MFMA_FP8 1
+#endif
+CKT_INLINE CKT_DEVICE long ckt__amd_fp8x8(const uint32_t r[2])
+{
+    return (long)((uint64_t)r[0] | ((uint64_t)r[1] << 32));
+}
+CKT_INLINE CKT_DEVICE void ckt_mfma_32x32x16_e4m3(float d[16], const uint32_t a[2], const uint32_t b[2],
+                                                  const float c[16])
+{
+    ckt__f32x16 acc;
+    for (int i = 0; i < 16; i++)
+        acc[i] = c[i];
+#if defined(CKT_HAS_MFMA_FP8)
+    acc = __builtin_amdgcn_mfma_f32_32x32x16_fp8_fp8(ckt__amd_fp8x8(a), ckt__amd_fp8x8(b), acc, 0, 0, 0);
+#else
+    (void)a;
+    (void)b;
+    __builtin_trap();
+#endif
+    for (int i = 0; i < 16; i++)
+        d[i] = acc[i];
+}
+CKT_INLINE CKT_DEVICE void ckt_mfma_16x16x32_e4m3(float d[4], const uint32_t a[2], const uint32_t b[2],
+                                                  const float c[4])
+{
+    ckt__f32x4 acc;
+    for (int i = 0; i < 4; i++)
+        acc[i] = c[i];
+#if defined(CKT_HAS_MFMA_FP8)
+    acc = __builtin_amdgcn_mfma_f32_16x16x32_fp8_fp8(ckt__amd_fp8x8(a), ckt__amd_fp8x8(b), acc, 0, 0, 0);
+#else
+    (void)a;
+    (void)b;
+    __builtin_trap();
+#endif
+    for (int i = 0; i < 4; i++)
+        d[i] = acc[i];
+}
+
 /* >>kernels and launch */
 typedef const void *ckt_kernel_ref;
 

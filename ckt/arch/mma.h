@@ -11,6 +11,8 @@
  * Feature macros, defined to 1 where the instructions exist:
  *   CKT_HAS_MMA_SYNC  NVIDIA (sm_80 and newer) and the emulator's nv profile
  *   CKT_HAS_MFMA      AMD CDNA (gfx90a, gfx940) and the emulator's cdna profile
+ *   CKT_HAS_MFMA_FP8  the fp8 MFMA (e4m3 FNUZ): a gfx940-942 device pass and the
+ *                     emulator's cdna profile
  *
  *   #if CKT_HAS_MMA_SYNC
  *       ckt_mma_m16n8k16_f16(acc, a, b, acc);
@@ -99,6 +101,27 @@
  *   16x16x16: D(16x16) = A(16x16) * B(16x16) + C, with i = lane % 16, k0 = 4 (lane / 16):
  *     a = A[i][k0 .. k0+3]          b = B[k0 .. k0+3][i]
  *     d[r] = D[4 (lane/16) + r][i]                      r = 0..3
+ *
+ * >>MFMA fp8 (AMD gfx940-942; CKT_HAS_MFMA_FP8)  8 fp8 per lane per operand,
+ *   two registers, element e in byte e % 4 of register e / 4 (the builtins'
+ *   64-bit operand, little-endian)
+ *   void ckt_mfma_32x32x16_e4m3(float d[16], const uint32_t a[2], const uint32_t b[2],
+ *                               const float c[16]);      v_mfma_f32_32x32x16_fp8_fp8
+ *   void ckt_mfma_16x16x32_e4m3(float d[4], const uint32_t a[2], const uint32_t b[2],
+ *                               const float c[4]);       v_mfma_f32_16x16x32_fp8_fp8
+ *   The inputs are e4m3 FNUZ (bias 8, 0x80 NaN: ckt_f32_from_e4m3_fnuz), not
+ *   OCP: an OCP byte reads as half its value, -0 (0x80) as NaN
+ *   (ckt_e4m3x4_fnuz_operand clears it). Layout: the 16-bit shapes' with 8
+ *   consecutive k a lane instead of 4 (AMD CDNA3 ISA, "Matrix Arithmetic
+ *   Instructions", and CK's xdlops_gemm.hpp: mfma_f32_32x32x16f8f8 has
+ *   k_per_blk 8 where 32x32x8f16 has 4, both "k reduction" over 2 input
+ *   blocks of 32 lanes; 16x16x32f8f8 8 where 16x16x16f16 has 4, 4 blocks):
+ *   32x32x16: i = lane % 32, k0 = 8 (lane / 32)
+ *     a = A[i][k0 .. k0+7]          b = B[k0 .. k0+7][i]          d as 32x32x8
+ *   16x16x32: i = lane % 16, k0 = 8 (lane / 16)
+ *     a = A[i][k0 .. k0+7]          b = B[k0 .. k0+7][i]          d as 16x16x16
+ *   Viewed as 16-bit units (two fp8 each), a k16 (k32) step of bytes is the
+ *   16-bit shape's k8 (k16) step of units: the same 8-byte reads give it.
  */
 #ifndef CKT_ARCH_MMA_H
 #define CKT_ARCH_MMA_H

@@ -15,6 +15,11 @@
  *   uint8_t   ckt_e4m3_from_f32(float f);    NaN 0x7f/0xff, no inf): round to nearest
  *                                            even, saturating to +-448, NaN -> 0x7f
  *   uint32_t  ckt_pack4_e4m3(x0, x1, x2, x3) four floats as e4m3 bytes, x0 lowest
+ *   uint32_t  ckt_pack4_e4m3_pos(x0, x1, x2, x3)  the same for x >= 0 (softmax P),
+ *                                            branch-free where there is no cvt
+ *   float     ckt_f32_from_e4m3_fnuz(uint8_t b)  fp8 e4m3 FNUZ (gfx940's MFMA: bias 8,
+ *                                            max 240, 0x80 NaN, no -0, no inf)
+ *   uint32_t  ckt_e4m3x4_fnuz_operand(w)  four OCP bytes as FNUZ operands: -0 -> +0
  *
  * On the GPU backends the conversions use the hardware instructions; the
  * software versions (CPU, host code) give the same bits.
@@ -232,6 +237,64 @@ CKT_INLINE CKT_HOST_DEVICE uint32_t ckt_pack4_e4m3(float x0, float x1, float x2,
     return (uint32_t)ckt_e4m3_from_f32(x0) | ((uint32_t)ckt_e4m3_from_f32(x1) << 8) |
            ((uint32_t)ckt_e4m3_from_f32(x2) << 16) | ((uint32_t)ckt_e4m3_from_f32(x3) << 24);
 #endif
+}
+
+/* The e4m3 byte of f >= 0 (or +inf), the bits of ckt_e4m3_from_f32 there,
+ * without branches: saturate with a compare-select, round a normal's fp32
+ * mantissa to 3 bits to nearest even in the integer domain, and a subnormal
+ * (f < 2^-6) to a multiple of 2^-9 with the fp32 adder (round(f 2^9) via
+ * + 2^23, exact: f 2^9 < 8), then select. For P = softmax on targets that
+ * convert in software (CDNA): the general function's sign, NaN and
+ * subnormal branches cost an exec-mask branch each per value there. A NaN
+ * gives 0x7e (it is not an input here). */
+CKT_INLINE CKT_HOST_DEVICE uint8_t ckt__e4m3_from_f32_pos(float f)
+{
+    const float x = f < CKT_E4M3_MAX ? f : CKT_E4M3_MAX;
+    const uint32_t u = ckt_bits_from_f32(x);
+    /* (e - 120) << 3 | m, rounded: the carry into the exponent is right */
+    const uint32_t normal = ((u + 0x7ffffu + ((u >> 20) & 1u)) >> 20) - (120u << 3);
+    const uint32_t sub = ckt_bits_from_f32(x * 512.0f + 8388608.0f) - 0x4b000000u; /* 0 .. 8 */
+    return (uint8_t)(x < 0.015625f ? sub : normal);
+}
+
+CKT_INLINE CKT_HOST_DEVICE uint32_t ckt_pack4_e4m3_pos(float x0, float x1, float x2, float x3)
+{
+#if defined(CKT_DEVICE_PASS) && defined(CKT_BACKEND_NVIDIA)
+    return ckt_pack4_e4m3(x0, x1, x2, x3); /* cvt.rn.satfinite (sm_89+) */
+#else
+    return (uint32_t)ckt__e4m3_from_f32_pos(x0) | ((uint32_t)ckt__e4m3_from_f32_pos(x1) << 8) |
+           ((uint32_t)ckt__e4m3_from_f32_pos(x2) << 16) | ((uint32_t)ckt__e4m3_from_f32_pos(x3) << 24);
+#endif
+}
+
+/* >>fp8 e4m3 FNUZ (AMD gfx940-942's MFMA fp8, "E4M3FNUZ"): sign, 4 exponent
+ * bits with bias 8, 3 mantissa bits; no infinities, no -0: 0x80 is the one
+ * NaN; largest finite 240 (0x7f), subnormals m * 2^-10. The same bits as
+ * OCP e4m3 with the exponent bias one higher: every OCP byte but -0 (0x80)
+ * and the NaNs (0x7f, 0xff) reads as exactly half its OCP value, subnormals
+ * included (tests/fmha/fp8_test.cc, FnuzReadingIsHalfTheOcpValue), so an
+ * fp8 MFMA fed OCP bytes computes a quarter of the OCP product once the -0
+ * bytes are made +0 (docs/fmha.md#fp8). */
+CKT_INLINE CKT_HOST_DEVICE float ckt_f32_from_e4m3_fnuz(uint8_t b)
+{
+    const uint32_t e = ((uint32_t)b >> 3) & 15u, m = (uint32_t)b & 7u;
+    float v;
+    if (b == 0x80u)
+        return ckt_f32_from_bits(0x7fc00000u);
+    if (e == 0) /* zero or subnormal: m * 2^-10 */
+        v = (float)m * (1.0f / 1024.0f);
+    else /* (1 + m / 8) 2^(e - 8): exponent field e - 8 + 127 */
+        v = ckt_f32_from_bits(((e + 119u) << 23) | (m << 20));
+    return (b & 0x80u) ? -v : v;
+}
+
+/* w, four OCP e4m3 bytes, with each -0 (0x80, FNUZ's NaN) made +0 (0x00),
+ * the other bytes unchanged: what an FNUZ MFMA may read. SWAR, four ops: a
+ * byte's bit 7 survives iff its low 7 bits are nonzero (their sum with 0x7f
+ * carries into bit 7, never into the next byte). */
+CKT_INLINE CKT_HOST_DEVICE uint32_t ckt_e4m3x4_fnuz_operand(uint32_t w)
+{
+    return w & (((w & 0x7f7f7f7fu) + 0x7f7f7f7fu) | 0x7f7f7f7fu);
 }
 
 #endif /* CKT_ARCH_NUMERIC_H */

@@ -15,8 +15,10 @@
  *   int        my_attn_d128_bf16_block_m, my_attn_d128_bf16_block_n   (the tile, enum constants)
  * fp8 (docs/fmha.md#fp8): CKT_FMHA_DTYPE CKT_FP8_E4M3 with CKT_FMHA_O_DTYPE
  * CKT_F16 or CKT_BF16 (the output's type; defined for fp8 only), head dims
- * 64..256; NVIDIA sm_89+ (mma.sync m16n8k32 e4m3) and the emulator's nv
- * profile; elsewhere the launcher returns CKT_ERROR_UNSUPPORTED.
+ * 64..256; NVIDIA sm_89+ (mma.sync m16n8k32 e4m3), AMD gfx940 (MFMA
+ * 32x32x16 fp8, OCP bytes read as FNUZ: ckt/tile/fp8.h) and the emulator's
+ * nv and cdna profiles; the launcher refuses other devices (sm_80, gfx90a)
+ * with CKT_ERROR_UNSUPPORTED.
  * Optional: CKT_FMHA_KV_CACHE 0 compiles the instance without the KV cache
  * (plain tensors only, 2% faster on H200; fits() declines cache calls).
  * and the kernels my_attn_d128_bf16_kernel, _drop_kernel (with dropout), _bias_kernel (with
@@ -207,8 +209,13 @@
 #define CKT__FMHA_K_ELEMS CKT_SMEM_ELEMS(CKT__FMHA_LAYOUT, CKT__FMHA_BN, CKT__FMHA_D, 2)
 /* V after K in a stage, or in K's buffer (CKT__FMHA_KV_ONEBUF: no space of its own) */
 #define CKT__FMHA_V_ELEMS (CKT__FMHA_KV_ONEBUF ? 0 : CKT_SMEM_ELEMS(CKT__FMHA_LAYOUT, CKT__FMHA_BN, CKT__FMHA_DV_IN, 2))
-/* fp8: V^T [DV][BN bytes] in the permuted key order (ckt/tile/fp8.h), one buffer */
+/* fp8 on mma.sync: V^T [DV][BN bytes] in the permuted key order
+ * (ckt/tile/fp8.h), one buffer; MFMA gathers V^T's fragments from V */
+#if defined(CKT_HAS_MMA_SYNC)
 #define CKT__FMHA_VT_ELEMS (CKT__FMHA_FP8 ? CKT_SMEM_ELEMS(CKT_SMEM_PADDED, CKT__FMHA_DV, CKT__FMHA_BN / 2, 2) : 0)
+#else
+#define CKT__FMHA_VT_ELEMS 0
+#endif
 /* K/V ring stages: 2 where copies are asynchronous (cp.async), else 1 */
 #if defined(CKT_HAS_CP_ASYNC)
 #define CKT__FMHA_STAGES 2
@@ -219,8 +226,10 @@
     ((size_t)(CKT__FMHA_Q_ELEMS + CKT__FMHA_STAGES * (CKT__FMHA_K_ELEMS + CKT__FMHA_V_ELEMS) + CKT__FMHA_VT_ELEMS) * 2)
 #define CKT__FMHA_BF16 ((CKT__FMHA_OUT) == CKT_BF16) /* the output's (and 16-bit inputs') type */
 #define CKT__FMHA_MMA_IN (CKT__FMHA_FP8 ? CKT_MMA_E4M3 : CKT__FMHA_BF16) /* ckt_warp_mma's kind */
-/* the kernels exist where the target has the instruction: fp8 needs mma.sync */
-#if defined(CKT_HAS_MMA_SYNC) || (defined(CKT_HAS_MFMA) && !CKT__FMHA_FP8)
+/* the kernels exist where the target has a warp MMA; fp8's MMA traps in
+ * the builds for devices without it (sm_80, gfx90a), which the launcher
+ * refuses */
+#if defined(CKT_HAS_MMA_SYNC) || defined(CKT_HAS_MFMA)
 #define CKT__FMHA_HAS_KERNEL 1
 #else
 #define CKT__FMHA_HAS_KERNEL 0
@@ -661,8 +670,8 @@ static inline ckt_status CKT__FMHA_FN(_launch)(const ckt_fmha_fwd_args *a, ckt_s
         return ckt__fail(CKT_ERROR_UNSUPPORTED, "o_dtype: %s, this instance writes %s", ckt_dtype_name(a->o_dtype),
                          ckt_dtype_name(CKT__FMHA_OUT));
 #if !CKT__FMHA_HAS_KERNEL
-    return ckt__fail(CKT_ERROR_UNSUPPORTED, "dtype: fp8 runs on NVIDIA sm_89+ (mma.sync e4m3) and the emulator's nv "
-                     "profile; this target has no fp8 warp MMA");
+    return ckt__fail(CKT_ERROR_UNSUPPORTED, "dtype: fp8 runs on NVIDIA sm_89+ (mma.sync e4m3), AMD gfx940 (MFMA fp8) "
+                     "and the emulator; this target has no fp8 warp MMA");
 #endif
 #if defined(CKT_BACKEND_NVIDIA) && !defined(CKT_DEVICE_PASS)
     { /* the code the device runs: sm_80's build of the kernel has no fp8 MMA */
@@ -673,9 +682,16 @@ static inline ckt_status CKT__FMHA_FN(_launch)(const ckt_fmha_fwd_args *a, ckt_s
             return ckt__fail(CKT_ERROR_UNSUPPORTED, "dtype: fp8 needs mma.sync e4m3 (sm_89+); this device runs the "
                              "kernel's sm_%d build", fa.binaryVersion);
     }
+#elif defined(CKT_BACKEND_AMD) && !defined(CKT_DEVICE_PASS)
+    st = ckt_fmha_fp8_check_device(); /* gfx90a's build of the kernel has no fp8 MFMA */
+    if (st != CKT_SUCCESS)
+        return st;
 #endif
-    ckt_fmha_fwd_args f8; /* strides and hdim_q in 16-bit units, the scales resolved (ckt/fmha/fp8.h) */
-    ckt_fmha_fp8_kernel_args(&f8, a);
+    /* strides and hdim_q in 16-bit units, the scales resolved, with what
+     * the target's MMA makes of an operand (gfx940: half) folded in
+     * (ckt/fmha/fp8.h) */
+    ckt_fmha_fwd_args f8;
+    ckt_fmha_fp8_kernel_args(&f8, a, CKT_E4M3_MMA_OPERAND_SCALE);
     a = &f8;
 #endif
     if (!CKT__FMHA_KVC && ckt_fmha_fwd_uses_kv_cache(a))

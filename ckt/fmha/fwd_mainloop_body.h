@@ -23,7 +23,7 @@
         }
         const ckt_smem_tile sK = CKT__FMHA_SK(nb % CKT__FMHA_STAGES), sV = CKT__FMHA_SV(nb % CKT__FMHA_STAGES);
         const int full = n0 >= full_lo && n0 <= full_hi;
-#if CKT__FMHA_FP8 /* V^T of this tile in the permuted key order (ckt/tile/fp8.h); synced before P V */
+#if CKT__FMHA_FP8 && defined(CKT_HAS_MMA_SYNC) /* V^T of this tile in the permuted key order (ckt/tile/fp8.h); synced before P V */
         ckt_block_transpose_v_e4m3(CKT__FMHA_SVT, sV, BN, DV, CKT__FMHA_THREADS, tid);
 #endif
 
@@ -43,12 +43,18 @@
         }
 #else
         /* transposed on CDNA, S^T[BN x 32] = K[BN x D] Q^T (A = K rows, B = Q
-         * as [n][k]), so that P^T needs no shuffle before the second MFMA */
+         * as [n][k]), so that P^T needs no shuffle before the second MFMA;
+         * fp8: the same 8-byte reads are 32x32x16's fragments, OCP bytes
+         * with -0 made +0 for gfx940's FNUZ MFMA (ckt/tile/fp8.h) */
         CKT_UNROLL_BY(1) /* full unrolling hoists every LDS read: registers spill */
         for (int kk = 0; kk < D; kk += 16) {
             uint32_t kf[CKT_WARP_A_REGS(BN, 16)], qf[CKT_WARP_B_REGS(16, WM)];
             ckt_warp_load_a(kf, sK, 0, kk, BN, 16);
             ckt_warp_load_b_nk(qf, sQ, wr, kk, 16, WM);
+            if (CKT__FMHA_FP8) {
+                ckt_warp_frag_e4m3_fnuz(kf, CKT_WARP_A_REGS(BN, 16));
+                ckt_warp_frag_e4m3_fnuz(qf, CKT_WARP_B_REGS(16, WM));
+            }
             ckt_warp_mma(s_acc, kf, qf, BN, WM, 16, CKT__FMHA_MMA_IN);
         }
 #endif
@@ -92,7 +98,7 @@
             ckt_block_sync();
         }
         /* O += P V, this warp's columns [vc0, vc0 + DVW) */
-#if CKT__FMHA_FP8
+#if CKT__FMHA_FP8 && defined(CKT_HAS_MMA_SYNC)
         /* fp8: P scale_p as e4m3 A fragments of k32 steps, keys permuted as
          * V^T's (ckt/tile/fp8.h); no dropout (refused) */
         ckt_block_sync(); /* V^T complete */
@@ -128,6 +134,18 @@
                     pk[mi * 4 + e] = pf[(mi * (BN / 16) + kk / 16) * 4 + e];
             ckt_warp_load_b_kn(vf, sV, kk, vc0, 16, DVW);
             ckt_warp_mma(o_acc, pk, vf, WM, DVW, 16, CKT__FMHA_BF16);
+        }
+#elif CKT__FMHA_FP8
+        /* fp8 on CDNA, O^T[DV x 32] += V^T[DV x BN] P^T[BN x 32] by k16 steps
+         * of 32x32x16 e4m3 over the permuted keys (ckt/tile/fp8.h): the B
+         * fragment of step ks is P scale_p at S^T registers 8 ks .. 8 ks + 7
+         * of this lane, V^T's A fragment gathered from V in the same order */
+        CKT_UNROLL
+        for (int ks = 0; ks < BN / 16; ks++) {
+            uint32_t pf[2], vf[CKT_WARP_A_REGS(DVW, 8)];
+            ckt_warp_acc_to_b_e4m3(pf, s_acc, ks, a.scale_p);
+            ckt_warp_load_a_vt_e4m3(vf, sV, 16 * ks, vc0, DVW);
+            ckt_warp_mma(o_acc, vf, pf, DVW, WM, 8, CKT_MMA_E4M3);
         }
 #else
         /* O^T[DV x 32] += V^T[DV x BN] P^T[BN x 32]: the B fragment of k-step

@@ -67,7 +67,8 @@
 
 #endif
 
-/* ckt_warp_mma's input kinds: 0 fp16, 1 bf16, CKT_MMA_E4M3 fp8 (mma.sync only). */
+/* ckt_warp_mma's input kinds: 0 fp16, 1 bf16, CKT_MMA_E4M3 fp8 (mma.sync on
+ * sm_89+, MFMA on gfx940: ckt/tile/fp8.h). */
 #define CKT_MMA_E4M3 2
 
 /* CKT_WARP_ACC_PAIRS: 1 if accumulator registers 2j and 2j+1 of a lane hold
@@ -377,7 +378,9 @@ CKT_INLINE CKT_DEVICE void ckt_warp_load_b_kn(uint32_t *b, ckt_smem_tile s, int 
             ckt__mfma_gather_k4(&b[(ki * (WN / 32) + ni) * 2], s, k0 + ki * 8, n0 + ni * 32, lane);
 }
 
-/* acc[WM x WN] += A[WM x WK] * B[WK x WN]; bf16 selects bf16 inputs. */
+/* acc[WM x WN] += A[WM x WK] * B[WK x WN]; bf16 selects bf16 inputs;
+ * bf16 = CKT_MMA_E4M3: fp8 inputs (gfx940 32x32x16, read as e4m3 FNUZ:
+ * ckt/tile/fp8.h), WK in 16-bit units (two fp8 each), same register layout. */
 CKT_INLINE CKT_DEVICE void ckt_warp_mma(float *acc, const uint32_t *a, const uint32_t *b, int WM,
                                         int WN, int WK, int bf16)
 {
@@ -390,7 +393,9 @@ CKT_INLINE CKT_DEVICE void ckt_warp_mma(float *acc, const uint32_t *a, const uin
                 float *c = &acc[(mi * (WN / 32) + ni) * 16];
                 const uint32_t *af = &a[(mi * (WK / 8) + ki) * 2];
                 const uint32_t *bf = &b[(ki * (WN / 32) + ni) * 2];
-                if (bf16)
+                if (bf16 == CKT_MMA_E4M3)
+                    ckt_mfma_32x32x16_e4m3(c, af, bf, c);
+                else if (bf16)
                     ckt_mfma_32x32x8_bf16(c, af, bf, c);
                 else
                     ckt_mfma_32x32x8_f16(c, af, bf, c);

@@ -338,6 +338,111 @@ INSTANTIATE_TEST_SUITE_P(ShapesAndTypes, Mfma, ::testing::Combine(::testing::Val
                                     (std::get<1>(i.param) ? "bf16" : "f16");
                          });
 
+// >>MFMA fp8 (gfx940): v_mfma_f32_32x32x16_fp8_fp8 and _16x16x32_fp8_fp8.
+// CDNA3 ISA and CK's xdlops_gemm.hpp (mfma_f32_32x32x16f8f8: k_per_blk 8,
+// 2 input blocks; 16x16x32f8f8: 8, 4 blocks): lane l holds the 8 bytes
+// A[l%M][8(l/M) + e] and B[8(l/M) + e][l%M], e = 0..7, byte e of the 64-bit
+// operand; d as the 16-bit shapes. The bytes are OCP e4m3 (ckt's storage),
+// read by the instruction as FNUZ: the host product uses half of each OCP
+// value, so the test also checks the format relation the fp8 forward uses.
+typedef struct mfma_fp8_params {
+    const uint8_t *a; // [warp][M][2K] row-major, OCP e4m3 bytes
+    const uint8_t *b; // [warp][2K][M]
+    const float *c;   // [warp][M][M]
+    float *d;         // [warp][M][M]
+    int shape;        // 0 = 32x32x16, 1 = 16x16x32
+} mfma_fp8_params;
+
+CKT_KERNEL(mfma_fp8_kernel, mfma_fp8_params, p)
+{
+#if CKT_HAS_MFMA_FP8
+    unsigned w = ckt_warp_id(), lane = ckt_lane_id();
+    const unsigned M = p.shape ? 16 : 32, K2 = p.shape ? 64 : 32, R = M * M / 64;
+    unsigned i = lane % M, q = lane / M;
+    const uint8_t *A = p.a + w * M * K2, *B = p.b + w * K2 * M;
+    const float *C = p.c + w * M * M;
+    float *D = p.d + w * M * M;
+    float acc[16];
+    for (unsigned r = 0; r < R; r++)
+        acc[r] = C[(M == 32 ? 8 * (r / 4) + 4 * q + r % 4 : 4 * q + r) * M + i];
+    for (unsigned kb = 0; kb < 2; kb++) { // K blocks of one instruction
+        unsigned k = kb * (K2 / 2) + 8 * q;
+        uint32_t a[2] = {0, 0}, b[2] = {0, 0};
+        for (unsigned e = 0; e < 8; e++) {
+            a[e / 4] |= (uint32_t)A[i * K2 + k + e] << (8 * (e % 4));
+            b[e / 4] |= (uint32_t)B[(k + e) * M + i] << (8 * (e % 4));
+        }
+        if (p.shape)
+            ckt_mfma_16x16x32_e4m3(acc, a, b, acc);
+        else
+            ckt_mfma_32x32x16_e4m3(acc, a, b, acc);
+    }
+    for (unsigned r = 0; r < R; r++)
+        D[(M == 32 ? 8 * (r / 4) + 4 * q + r % 4 : 4 * q + r) * M + i] = acc[r];
+#else
+    (void)p;
+#endif
+}
+
+class MfmaFp8 : public ::testing::TestWithParam<int> {};
+
+// On AMD the host pass cannot see the device's architecture: the kernel has
+// a body in the gfx940 build only, so ask the device (ckt_rt_device_props
+// names it "... (gfx940:...)").
+bool device_has_mfma_fp8()
+{
+#if defined(CKT_BACKEND_AMD)
+    ckt_device_props d;
+    return ckt_rt_device_props(&d) == CKT_SUCCESS && strstr(d.name, "(gfx94") != nullptr;
+#elif defined(CKT_HAS_MFMA_FP8)
+    return true;
+#else
+    return false;
+#endif
+}
+
+TEST_P(MfmaFp8, MatchesHostWithFnuzInputs)
+{
+#if !CKT_HAS_MFMA
+    GTEST_SKIP() << "no MFMA on " CKT_ARCH_NAME;
+#else
+    if (!device_has_mfma_fp8())
+        GTEST_SKIP() << "no fp8 MFMA on this device (gfx940-942 only)";
+    const int shape = GetParam(), warps = 2, M = shape ? 16 : 32, K2 = shape ? 64 : 32;
+    // e4m3 bytes of small integers and halves (exact products and sums)
+    auto bytes = [](size_t n, uint64_t seed) {
+        auto x = random_ints(n, -12, 12, seed);
+        std::vector<uint8_t> v(n);
+        for (size_t i = 0; i < n; i++)
+            v[i] = ckt_e4m3_from_f32(x[i] / 2);
+        return v;
+    };
+    auto ab = bytes(warps * M * K2, 21 + shape), bb = bytes(warps * K2 * M, 23 + shape);
+    auto c = random_ints(warps * M * M, -64, 64, 27);
+    std::vector<float> a(ab.size()), b(bb.size());
+    for (size_t i = 0; i < ab.size(); i++)
+        a[i] = ckt_f32_from_e4m3(ab[i]) / 2; // the FNUZ reading of an OCP byte
+    for (size_t i = 0; i < bb.size(); i++)
+        b[i] = ckt_f32_from_e4m3(bb[i]) / 2;
+    DeviceBuf da(ab.size()), db(bb.size()), dc(c.size() * 4), dd(c.size() * 4);
+    da.put(ab);
+    db.put(bb);
+    dc.put(c);
+    mfma_fp8_params p = {(const uint8_t *)da.p, (const uint8_t *)db.p, (const float *)dc.p, (float *)dd.p, shape};
+    ASSERT_EQ(launch(CKT_KERNEL_REF(mfma_fp8_kernel), warps * 64, &p), CKT_SUCCESS) << ckt_last_error();
+    std::vector<float> d(c.size());
+    dd.get(d);
+    for (int w = 0; w < warps; w++) {
+        auto ref = matmul_ref(a, b, c, M, M, K2, w * M * K2, w * K2 * M, w * M * M);
+        for (int i = 0; i < M * M; i++)
+            ASSERT_EQ(d[w * M * M + i], ref[i]) << "wave " << w << " row " << i / M << " col " << i % M;
+    }
+#endif
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, MfmaFp8, ::testing::Values(0, 1),
+                         [](const ::testing::TestParamInfo<int> &i) { return i.param ? "16x16x32" : "32x32x16"; });
+
 // >>async copies
 // Zero fill: thread t copies 16, 8 and 4 bytes with src_bytes = t % 17, t % 9,
 // t % 5, and the block reads back a neighbour's chunk after the wait + barrier.
