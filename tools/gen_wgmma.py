@@ -47,11 +47,16 @@ def main():
     print("#ifndef CKT_ARCH_NVIDIA_WGMMA_H")
     print("#define CKT_ARCH_NVIDIA_WGMMA_H")
     print()
+    print('#include "ckt/arch/config.h"')
+    print()
+    print("#if defined(CKT_BACKEND_NVIDIA) && defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)")
+    print()
     for n in NS:
         for ty, _ in TYPES:
             for rs in (0, 1):
                 for bmn in (0, 1):
                     print(wrapper(n, ty, rs, bmn))
+    print("#endif /* sm_90a device pass */")
     print("#endif /* CKT_ARCH_NVIDIA_WGMMA_H */")
 
 

@@ -119,10 +119,17 @@
 
 #include "ckt/arch/config.h"
 
-/* A TMA tensor map: 128 opaque bytes, 64-byte aligned (CUtensorMap on
- * NVIDIA; the emulator keeps its own fields in the same space). */
+/* A TMA tensor map: 128 opaque bytes (CUtensorMap on NVIDIA, which wants
+ * them 64-byte aligned; the emulator keeps its own fields in the same space
+ * and needs no more than 8: a 64-byte aligned struct passed by value makes
+ * gcc note an ABI change at every kernel that takes one). */
+#if defined(CKT_BACKEND_NVIDIA)
+#define CKT__TMA_DESC_ALIGN 64
+#else
+#define CKT__TMA_DESC_ALIGN 8
+#endif
 typedef struct ckt_tma_desc {
-    __attribute__((aligned(64))) uint64_t opaque[16];
+    __attribute__((aligned(CKT__TMA_DESC_ALIGN))) uint64_t opaque[16];
 } ckt_tma_desc;
 
 typedef enum ckt_swizzle {

@@ -4,6 +4,10 @@
 #ifndef CKT_ARCH_NVIDIA_WGMMA_H
 #define CKT_ARCH_NVIDIA_WGMMA_H
 
+#include "ckt/arch/config.h"
+
+#if defined(CKT_BACKEND_NVIDIA) && defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
 CKT_INLINE CKT_DEVICE void ckt_wgmma_m64n64k16_bf16_ss(float d[32], uint64_t desc_a, uint64_t desc_b, int accumulate)
 {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
@@ -436,4 +440,5 @@ CKT_INLINE CKT_DEVICE void ckt_wgmma_m64n256k16_f16_rs_bmn(float d[128], const u
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate));
 }
 
+#endif /* sm_90a device pass */
 #endif /* CKT_ARCH_NVIDIA_WGMMA_H */

@@ -55,21 +55,23 @@ static inline int ckt_fmha_sm90_maps(ckt_fmha_sm90_params *p, const ckt_fmha_fwd
 }
 
 /* Whether calls may take the Hopper kernel: an sm_90 device whose image
- * of the kernel is sm_90a's (binary_version 90), unless the environment
- * says CKT_FMHA_FORCE_SM80=1; on the emulator's nv profile only when
- * CKT_FMHA_SM90=1 (the tests run it so; the mma.sync kernel stays the
+ * of the kernel is sm_90a's (binary_version 90), for instances where it is
+ * the faster kernel (preferred) or with CKT_FMHA_SM90=1, unless the
+ * environment says CKT_FMHA_FORCE_SM80=1; on the emulator's nv profile only
+ * when CKT_FMHA_SM90=1 (the tests run it so; the mma.sync kernel stays the
  * emulator's default). */
-static inline int ckt_fmha_sm90_wanted(int binary_version)
+static inline int ckt_fmha_sm90_wanted(int binary_version, int preferred)
 {
-    const char *force = getenv("CKT_FMHA_FORCE_SM80");
+    const char *force = getenv("CKT_FMHA_FORCE_SM80"), *on = getenv("CKT_FMHA_SM90");
     if (force && strcmp(force, "1") == 0)
         return 0;
+    const int forced = on && strcmp(on, "1") == 0;
 #if defined(CKT_BACKEND_CPU)
     (void)binary_version;
-    const char *on = getenv("CKT_FMHA_SM90");
-    return on && strcmp(on, "1") == 0;
+    (void)preferred;
+    return forced;
 #else
-    return binary_version == 90;
+    return binary_version == 90 && (preferred || forced);
 #endif
 }
 

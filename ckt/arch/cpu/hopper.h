@@ -33,10 +33,6 @@
 
 #include <string.h>
 
-/* The parameter struct holds 64-byte aligned tensor maps; gcc notes, once
- * per such function, that their by-value ABI changed in gcc 4.6 (-Wpsabi):
- * irrelevant to functions that never leave the translation unit. */
-#pragma GCC diagnostic ignored "-Wpsabi"
 #define CKT_KERNEL_GRID_CONSTANT(name, T, p) CKT__KERNEL(name, T, p)
 #define CKT_KERNEL_GRID_CONSTANT_BOUNDS(name, T, p, max_threads, min_blocks) CKT__KERNEL(name, T, p)
 
