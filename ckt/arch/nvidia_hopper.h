@@ -5,6 +5,7 @@
 
 #include "ckt/arch/config.h"
 #include "ckt/arch/hopper.h"
+#include "ckt/arch/nvidia.h" /* ckt__smem_u32 (nvidia.h includes this file at its end) */
 
 #if defined(CKT_BACKEND_NVIDIA)
 

@@ -17,6 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* the kernel exists on NVIDIA and the emulator (TMA maps, wgmma) */
+#if defined(CKT_BACKEND_NVIDIA) || defined(CKT_BACKEND_CPU)
+
 /* The kernel's parameters: the forward's arguments and, when tma is 1, the
  * tensor maps of Q, K and V as (d, s, h, b) (batch mode without per-entry
  * lengths: the map's edges are the entry's, so TMA's zero fill is exact);
@@ -99,5 +102,7 @@ CKT_INLINE CKT_DEVICE void ckt_fmha_sm90_load_async(unsigned char *tile, const u
     }
 }
 #endif
+
+#endif /* CKT_BACKEND_NVIDIA || CKT_BACKEND_CPU */
 
 #endif /* CKT_FMHA_SM90_H */
