@@ -273,21 +273,27 @@ static inline uint32_t ckt__emu_wgmma_addr(uint64_t desc, unsigned r, unsigned k
     return ckt_swizzle_offset(start + x, W ? (ckt_swizzle)W : CKT_SWIZZLE_NONE);
 }
 
+/* kind: CKT__EMU_WG_F16, _BF16 (k16, 2-byte elements) or _E4M3 (k32, OCP
+ * e4m3 bytes, both operands K-major) */
+enum { CKT__EMU_WG_F16 = 0, CKT__EMU_WG_BF16 = 1, CKT__EMU_WG_E4M3 = 2 };
 typedef struct ckt__emu_wgmma_op {
     unsigned n;
-    int bf16, a_regs, b_mn, accumulate;
+    int kind, a_regs, b_mn, accumulate;
     uint64_t desc_a, desc_b;
 } ckt__emu_wgmma_op;
 
-static inline float ckt__emu_wgmma_elem(const unsigned char *p, int bf16)
+static inline float ckt__emu_wgmma_elem(const unsigned char *p, int kind)
 {
     uint16_t bits;
+    if (kind == CKT__EMU_WG_E4M3)
+        return ckt_f32_from_e4m3(p[0]);
     memcpy(&bits, p, 2);
-    return bf16 ? ckt_f32_from_bits((uint32_t)bits << 16) : ckt__f32_from_f16_bits_soft(bits);
+    return kind == CKT__EMU_WG_BF16 ? ckt_f32_from_bits((uint32_t)bits << 16) : ckt__f32_from_f16_bits_soft(bits);
 }
 
-/* One warp's 16 rows of D(64 x N) (+)= A(64 x 16) B(16 x N). Operands per
- * lane: op_ptr[0] = d, [1] = the op, [2] = a (registers, _rs). */
+/* One warp's 16 rows of D(64 x N) (+)= A(64 x K) B(K x N), K = 16 (16-bit)
+ * or 32 (e4m3). Operands per lane: op_ptr[0] = d, [1] = the op, [2] = a
+ * (registers, _rs: mma.sync's A fragment, m16n8k16 or m16n8k32). */
 static inline void ckt__emu_wgmma_fn(ckt__emu_thread **lanes, unsigned nl)
 {
     (void)nl;
@@ -298,16 +304,22 @@ static inline void ckt__emu_wgmma_fn(ckt__emu_thread **lanes, unsigned nl)
             ckt__emu_die(lanes[l]->file, lanes[l]->line,
                          "wgmma: lane %u of warp %u passes other descriptors or flags than lane 0", l,
                          lanes[l]->warp);
-    const unsigned N = op->n, wr = 16 * (lanes[0]->warp % 4);
-    float A[16][16], B[16][256], D[16][256];
+    const int e4m3 = op->kind == CKT__EMU_WG_E4M3;
+    const unsigned N = op->n, wr = 16 * (lanes[0]->warp % 4), K = e4m3 ? 32 : 16, eb = e4m3 ? 1 : 2;
+    float A[16][32], B[32][256], D[16][256];
     for (unsigned l = 0; l < 32; l++) {
         const unsigned g = l / 4, t = l % 4;
-        if (op->a_regs) {
+        if (op->a_regs && e4m3) { /* register r: row g (+8 if r odd), keys 4t.. (+16 if r >= 2) */
+            const uint32_t *a = (const uint32_t *)lanes[l]->op_ptr[2];
+            for (unsigned i = 0; i < 16; i++)
+                A[g + ((i / 4) & 1 ? 8 : 0)][4 * t + (i % 4) + (i >= 8 ? 16 : 0)] =
+                    ckt_f32_from_e4m3((uint8_t)(a[i / 4] >> (8 * (i % 4))));
+        } else if (op->a_regs) {
             const uint32_t *a = (const uint32_t *)lanes[l]->op_ptr[2];
             for (unsigned i = 0; i < 8; i++) {
                 const uint16_t bits = (uint16_t)(a[i / 2] >> (16 * (i % 2)));
                 A[g + ((i & 2) ? 8 : 0)][2 * t + (i & 1) + (i >= 4 ? 8 : 0)] =
-                    op->bf16 ? ckt_f32_from_bits((uint32_t)bits << 16) : ckt__f32_from_f16_bits_soft(bits);
+                    op->kind == CKT__EMU_WG_BF16 ? ckt_f32_from_bits((uint32_t)bits << 16) : ckt__f32_from_f16_bits_soft(bits);
             }
         }
         const float *d = (const float *)lanes[l]->op_ptr[0];
@@ -315,25 +327,25 @@ static inline void ckt__emu_wgmma_fn(ckt__emu_thread **lanes, unsigned nl)
             for (unsigned i = 0; i < 4; i++)
                 D[g + (i >= 2 ? 8 : 0)][8 * j + 2 * t + (i & 1)] = op->accumulate ? d[4 * j + i] : 0.0f;
     }
-    const uint32_t limit = (uint32_t)w->shared_bytes - 2;
+    const uint32_t limit = (uint32_t)w->shared_bytes - eb;
     for (unsigned r = 0; r < 16 && !op->a_regs; r++)
-        for (unsigned k = 0; k < 16; k++) {
-            const uint32_t o = ckt__emu_wgmma_addr(op->desc_a, wr + r, k, 0, 2);
+        for (unsigned k = 0; k < K; k++) {
+            const uint32_t o = ckt__emu_wgmma_addr(op->desc_a, wr + r, k, 0, eb);
             if (o > limit)
                 ckt__emu_die(lanes[0]->file, lanes[0]->line, "wgmma: descriptor A addresses byte %u, past shared memory", o);
-            A[r][k] = ckt__emu_wgmma_elem(w->shared + o, op->bf16);
+            A[r][k] = ckt__emu_wgmma_elem(w->shared + o, op->kind);
         }
     for (unsigned c = 0; c < N; c++)
-        for (unsigned k = 0; k < 16; k++) {
-            const uint32_t o = ckt__emu_wgmma_addr(op->desc_b, c, k, op->b_mn, 2);
+        for (unsigned k = 0; k < K; k++) {
+            const uint32_t o = ckt__emu_wgmma_addr(op->desc_b, c, k, op->b_mn, eb);
             if (o > limit)
                 ckt__emu_die(lanes[0]->file, lanes[0]->line, "wgmma: descriptor B addresses byte %u, past shared memory", o);
-            B[k][c] = ckt__emu_wgmma_elem(w->shared + o, op->bf16);
+            B[k][c] = ckt__emu_wgmma_elem(w->shared + o, op->kind);
         }
     for (unsigned r = 0; r < 16; r++)
         for (unsigned c = 0; c < N; c++) {
             float acc = D[r][c];
-            for (unsigned k = 0; k < 16; k++)
+            for (unsigned k = 0; k < K; k++)
                 acc += A[r][k] * B[k][c];
             D[r][c] = acc;
         }
@@ -347,12 +359,12 @@ static inline void ckt__emu_wgmma_fn(ckt__emu_thread **lanes, unsigned nl)
 }
 
 static inline void ckt__emu_wgmma(float *d, const uint32_t *a, uint64_t desc_a, uint64_t desc_b, int accumulate,
-                                  unsigned n, int bf16, int a_regs, int b_mn, const char *file, int line)
+                                  unsigned n, int kind, int a_regs, int b_mn, const char *file, int line)
 {
     ckt__emu_wgmma_op op;
     memset(&op, 0, sizeof op);
     op.n = n;
-    op.bf16 = bf16;
+    op.kind = kind;
     op.a_regs = a_regs;
     op.b_mn = b_mn;
     op.accumulate = accumulate != 0;
@@ -361,25 +373,39 @@ static inline void ckt__emu_wgmma(float *d, const uint32_t *a, uint64_t desc_a, 
     ckt__emu_warp_custom(ckt__emu_wgmma_fn, d, &op, a, NULL, file, line);
 }
 
-#define CKT__EMU_WGMMA(N, ty, bf)                                                                                \
+#define CKT__EMU_WGMMA(N, ty, kind)                                                                              \
     static inline void ckt__emu_wgmma_m64n##N##k16_##ty(float *d, const uint32_t *a, uint64_t da, uint64_t db, \
                                                         int acc, int a_regs, int b_mn, const char *file, int line) \
     {                                                                                                          \
-        ckt__emu_wgmma(d, a, da, db, acc, N, bf, a_regs, b_mn, file, line);                                    \
+        ckt__emu_wgmma(d, a, da, db, acc, N, kind, a_regs, b_mn, file, line);                                  \
     }
-CKT__EMU_WGMMA(64, bf16, 1)
-CKT__EMU_WGMMA(80, bf16, 1)
-CKT__EMU_WGMMA(176, bf16, 1)
-CKT__EMU_WGMMA(128, bf16, 1)
-CKT__EMU_WGMMA(192, bf16, 1)
-CKT__EMU_WGMMA(256, bf16, 1)
-CKT__EMU_WGMMA(64, f16, 0)
-CKT__EMU_WGMMA(80, f16, 0)
-CKT__EMU_WGMMA(176, f16, 0)
-CKT__EMU_WGMMA(128, f16, 0)
-CKT__EMU_WGMMA(192, f16, 0)
-CKT__EMU_WGMMA(256, f16, 0)
+CKT__EMU_WGMMA(64, bf16, CKT__EMU_WG_BF16)
+CKT__EMU_WGMMA(80, bf16, CKT__EMU_WG_BF16)
+CKT__EMU_WGMMA(176, bf16, CKT__EMU_WG_BF16)
+CKT__EMU_WGMMA(128, bf16, CKT__EMU_WG_BF16)
+CKT__EMU_WGMMA(192, bf16, CKT__EMU_WG_BF16)
+CKT__EMU_WGMMA(256, bf16, CKT__EMU_WG_BF16)
+CKT__EMU_WGMMA(64, f16, CKT__EMU_WG_F16)
+CKT__EMU_WGMMA(80, f16, CKT__EMU_WG_F16)
+CKT__EMU_WGMMA(176, f16, CKT__EMU_WG_F16)
+CKT__EMU_WGMMA(128, f16, CKT__EMU_WG_F16)
+CKT__EMU_WGMMA(192, f16, CKT__EMU_WG_F16)
+CKT__EMU_WGMMA(256, f16, CKT__EMU_WG_F16)
 #undef CKT__EMU_WGMMA
+
+/* e4m3 (k32, K-major operands: no _bmn) */
+#define ckt_wgmma_m64n64k32_e4m3_ss(d, da, db, acc) ckt__emu_wgmma((d), NULL, (da), (db), (acc), 64, CKT__EMU_WG_E4M3, 0, 0, __FILE__, __LINE__)
+#define ckt_wgmma_m64n64k32_e4m3_rs(d, a, db, acc) ckt__emu_wgmma((d), (a), 0, (db), (acc), 64, CKT__EMU_WG_E4M3, 1, 0, __FILE__, __LINE__)
+#define ckt_wgmma_m64n80k32_e4m3_ss(d, da, db, acc) ckt__emu_wgmma((d), NULL, (da), (db), (acc), 80, CKT__EMU_WG_E4M3, 0, 0, __FILE__, __LINE__)
+#define ckt_wgmma_m64n80k32_e4m3_rs(d, a, db, acc) ckt__emu_wgmma((d), (a), 0, (db), (acc), 80, CKT__EMU_WG_E4M3, 1, 0, __FILE__, __LINE__)
+#define ckt_wgmma_m64n128k32_e4m3_ss(d, da, db, acc) ckt__emu_wgmma((d), NULL, (da), (db), (acc), 128, CKT__EMU_WG_E4M3, 0, 0, __FILE__, __LINE__)
+#define ckt_wgmma_m64n128k32_e4m3_rs(d, a, db, acc) ckt__emu_wgmma((d), (a), 0, (db), (acc), 128, CKT__EMU_WG_E4M3, 1, 0, __FILE__, __LINE__)
+#define ckt_wgmma_m64n176k32_e4m3_ss(d, da, db, acc) ckt__emu_wgmma((d), NULL, (da), (db), (acc), 176, CKT__EMU_WG_E4M3, 0, 0, __FILE__, __LINE__)
+#define ckt_wgmma_m64n176k32_e4m3_rs(d, a, db, acc) ckt__emu_wgmma((d), (a), 0, (db), (acc), 176, CKT__EMU_WG_E4M3, 1, 0, __FILE__, __LINE__)
+#define ckt_wgmma_m64n192k32_e4m3_ss(d, da, db, acc) ckt__emu_wgmma((d), NULL, (da), (db), (acc), 192, CKT__EMU_WG_E4M3, 0, 0, __FILE__, __LINE__)
+#define ckt_wgmma_m64n192k32_e4m3_rs(d, a, db, acc) ckt__emu_wgmma((d), (a), 0, (db), (acc), 192, CKT__EMU_WG_E4M3, 1, 0, __FILE__, __LINE__)
+#define ckt_wgmma_m64n256k32_e4m3_ss(d, da, db, acc) ckt__emu_wgmma((d), NULL, (da), (db), (acc), 256, CKT__EMU_WG_E4M3, 0, 0, __FILE__, __LINE__)
+#define ckt_wgmma_m64n256k32_e4m3_rs(d, a, db, acc) ckt__emu_wgmma((d), (a), 0, (db), (acc), 256, CKT__EMU_WG_E4M3, 1, 0, __FILE__, __LINE__)
 
 /* the typed names of ckt/arch/hopper.h (d float[N/2], a uint32_t[4]) */
 #define CKT__EMU_WGMMA_NAMES(N, ty)                                                                              \
