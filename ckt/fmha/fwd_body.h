@@ -646,11 +646,13 @@ static inline size_t CKT__FMHA_FN(_workspace_bytes)(const ckt_fmha_fwd_args *a)
 }
 
 /* >>the Hopper kernel (ckt/fmha/fwd_sm90_body.h): instances of 16-bit
- * inputs with head dims multiples of 64 up to 256, on NVIDIA and the
- * emulator's nv profile */
-#if (defined(CKT_BACKEND_NVIDIA) || (defined(CKT_BACKEND_CPU) && CKT_WARP_SIZE == 32)) && !CKT__FMHA_FP8 &&        \
-    !CKT__FMHA_PACK && CKT__FMHA_VSPLIT == 1 && CKT__FMHA_D % 64 == 0 && CKT__FMHA_DV % 64 == 0 &&                \
-    CKT__FMHA_D <= 256 && CKT__FMHA_DV <= 256
+ * inputs with head dims multiples of 64 up to 256, and the fp8 ones of
+ * head dims 64 and 128, on NVIDIA and the emulator's nv profile */
+#if (defined(CKT_BACKEND_NVIDIA) || (defined(CKT_BACKEND_CPU) && CKT_WARP_SIZE == 32)) && !CKT__FMHA_PACK &&       \
+    CKT__FMHA_VSPLIT == 1 &&                                                                                       \
+    ((!CKT__FMHA_FP8 && CKT__FMHA_D % 64 == 0 && CKT__FMHA_DV % 64 == 0 && CKT__FMHA_D <= 256 &&                \
+      CKT__FMHA_DV <= 256) ||                                                                                     \
+     (CKT__FMHA_FP8 && (CKT__FMHA_DV == 64 || CKT__FMHA_DV == 128) && CKT__FMHA_D * 2 == CKT__FMHA_DV))
 #define CKT__FMHA_SM90 1
 #include "ckt/fmha/fwd_sm90_body.h"
 #else

@@ -19,6 +19,13 @@
  *       O = O corr + P V_j  wgmma m64nDVk16, P from registers, V MN-major
  *   epilogue straight from the registers (ckt/fmha/epilogue.h).
  *
+ * fp8 instances (e4m3 Q, K, V; head dims 64 and 128): wgmma k32 e4m3, both
+ * operands K-major, so the producer warpgroup also transposes each V tile
+ * (TMA'd into a staging ring of two) into V^T in the permuted key order of
+ * ckt/tile/fp8.h, and P is packed to e4m3 as the A operand where it lies
+ * (ckt_warp_acc_to_a_e4m3); the scales as the mma.sync kernel's
+ * (ckt/fmha/fp8.h). Key tiles of 128.
+ *
  * Taken for calls without bias, ALiBi, dropout, KV cache or split-KV (the
  * mma.sync kernel runs those). docs/fmha.md#hopper.
  */
@@ -29,7 +36,9 @@
 #include "ckt/fmha/sm90.h"
 
 #define CKT__F9_BM 128
-#ifdef CKT_FMHA_SM90_BLOCK_N /* a tuning knob: 64, 80, 128, 176, 192 or 256 */
+#if CKT__FMHA_FP8 /* V^T rows are 128 keys (one 128B swizzle atom) */
+#define CKT__F9_BN 128
+#elif defined(CKT_FMHA_SM90_BLOCK_N) /* a tuning knob: 64, 80, 128, 176, 192 or 256 */
 #define CKT__F9_BN CKT_FMHA_SM90_BLOCK_N
 #elif CKT__FMHA_D <= 128
 #define CKT__F9_BN 128
@@ -38,18 +47,35 @@
 #endif
 #define CKT__F9_STAGES 2
 #define CKT__F9_THREADS 384
+/* Q, K: rows of CKT__FMHA_D 16-bit units in column blocks of RB bytes */
+#define CKT__F9_RB (CKT__FMHA_D >= 64 ? 128 : 64)
 #define CKT__F9_Q_BYTES (CKT__F9_BM * CKT__FMHA_D * 2)
 #define CKT__F9_K_BYTES (CKT__F9_BN * CKT__FMHA_D * 2)
+#if CKT__FMHA_FP8 /* a stage's V^T: DV rows of BN bytes; the staging ring: BN rows of DV bytes */
+#define CKT__F9_V_BYTES (CKT__FMHA_DV * CKT__F9_BN)
+#define CKT__F9_R_BYTES (CKT__F9_BN * CKT__FMHA_DV)
+#else
 #define CKT__F9_V_BYTES (CKT__F9_BN * CKT__FMHA_DV * 2)
+#define CKT__F9_R_BYTES 0
+#endif
+#define CKT__F9_BARS (1 + 2 * CKT__F9_STAGES + 2)
 #define CKT__F9_SMEM_BYTES                                                                                         \
-    ((size_t)CKT__F9_Q_BYTES + CKT__F9_STAGES * (CKT__F9_K_BYTES + CKT__F9_V_BYTES) + 8 * (1 + 2 * CKT__F9_STAGES) + 1024)
+    ((size_t)CKT__F9_Q_BYTES + CKT__F9_STAGES * (CKT__F9_K_BYTES + CKT__F9_V_BYTES) + 2 * CKT__F9_R_BYTES +     \
+     8 * CKT__F9_BARS + 1024)
 CKT_STATIC_ASSERT(CKT__F9_SMEM_BYTES <= 227 * 1024, "the Hopper forward's shared memory exceeds 227 KiB");
+CKT_STATIC_ASSERT(!CKT__FMHA_FP8 || ((CKT__FMHA_D == 32 || CKT__FMHA_D == 64) &&
+                                     (CKT__FMHA_DV == 64 || CKT__FMHA_DV == 128)),
+                  "the Hopper forward takes fp8 head dims 64 and 128");
 
 /* wgmma of N columns, f16 or bf16: the element type is an enum constant,
  * which the preprocessor cannot compare, so both are named and the
  * compiler folds the test */
 #define CKT__F9_CAT3(a, b, c) a##b##c
 #define CKT__F9_WG(n, suffix) CKT__F9_CAT3(ckt_wgmma_m64n, n, suffix)
+#if CKT__FMHA_FP8
+#define CKT__F9_S_MMA(d, da, db, acc) CKT__F9_WG(CKT__F9_BN, k32_e4m3_ss)(d, da, db, acc)
+#define CKT__F9_O_MMA(d, a, db, acc) CKT__F9_WG(CKT__FMHA_DV, k32_e4m3_rs)(d, a, db, acc)
+#else
 #define CKT__F9_S_MMA(d, da, db, acc)                                                             \
     do {                                                                                          \
         if (CKT__FMHA_BF16)                                                                       \
@@ -64,19 +90,22 @@ CKT_STATIC_ASSERT(CKT__F9_SMEM_BYTES <= 227 * 1024, "the Hopper forward's shared
         else                                                                                      \
             CKT__F9_WG(CKT__FMHA_DV, k16_f16_rs_bmn)(d, a, db, acc);                              \
     } while (0)
+#endif
 
 CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params, p, CKT__F9_THREADS, 1)
 {
 #if defined(CKT_HAS_WGMMA)
-    enum { D = CKT__FMHA_D, DV = CKT__FMHA_DV, BM = CKT__F9_BM, BN = CKT__F9_BN, S = CKT__F9_STAGES };
+    enum { D = CKT__FMHA_D, DV = CKT__FMHA_DV, BM = CKT__F9_BM, BN = CKT__F9_BN, S = CKT__F9_STAGES,
+           RB = CKT__F9_RB, FP8 = CKT__FMHA_FP8 };
     const ckt_fmha_fwd_args *a = &p.a;
     CKT_DYNAMIC_SHARED(unsigned char, smem_raw);
     unsigned char *smem = (unsigned char *)ckt_smem_align_1024(smem_raw);
     unsigned char *sQ = smem;
 #define CKT__F9_SK(s) (smem + CKT__F9_Q_BYTES + (s) * (CKT__F9_K_BYTES + CKT__F9_V_BYTES))
 #define CKT__F9_SV(s) (CKT__F9_SK(s) + CKT__F9_K_BYTES)
-    uint64_t *qbar = (uint64_t *)(smem + CKT__F9_Q_BYTES + S * (CKT__F9_K_BYTES + CKT__F9_V_BYTES));
-    uint64_t *full = qbar + 1, *empty = full + S;
+#define CKT__F9_SR(i) (CKT__F9_SK(S) + (i) * CKT__F9_R_BYTES) /* fp8: V as loaded */
+    uint64_t *qbar = (uint64_t *)CKT__F9_SR(2);
+    uint64_t *full = qbar + 1, *empty = full + S, *vbar = empty + S;
     const int tid = (int)ckt_thread_idx_x(), wg = tid / 128, lane = (int)ckt_lane_id();
 
     /* the tile and its entry, as the mma.sync kernel (fwd_body.h) */
@@ -95,21 +124,27 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
     const uint16_t *qp = (const uint16_t *)a->q + ckt_fmha_row_offset(a->group_mode, b, h, sq.q_start, a->q_stride_b, a->q_stride_h, a->q_stride_s);
     const uint16_t *kp = (const uint16_t *)a->k + ckt_fmha_row_offset(a->group_mode, b, hk, sq.k_start, a->k_stride_b, a->k_stride_h, a->k_stride_s);
     const uint16_t *vp = (const uint16_t *)a->v + ckt_fmha_row_offset(a->group_mode, b, hk, sq.k_start, a->v_stride_b, a->v_stride_h, a->v_stride_s);
+    /* V's row in 16-bit units (fp8: two bytes each) */
+    const int v_cols = FP8 ? a->hdim_v / 2 : a->hdim_v, DVU = FP8 ? DV / 2 : DV;
 
     /* full[s]: one arrival with the bytes (TMA) or the producer's 128 threads
-     * once their copies landed (cp.async); empty[s]: the 8 consumer warps */
+     * once their copies landed (cp.async); fp8 with TMA: K's arrival with
+     * its bytes and the 128 threads' once V^T is written; empty[s]: the 8
+     * consumer warps; vbar[i] (fp8, TMA): staging buffer i's V landed */
     if (tid == 0) {
         ckt_mbar_init(qbar, p.tma ? 1 : 128);
         for (int s = 0; s < S; s++) {
-            ckt_mbar_init(&full[s], p.tma ? 1 : 128);
+            ckt_mbar_init(&full[s], p.tma ? (FP8 ? 129 : 1) : 128);
             ckt_mbar_init(&empty[s], 8);
         }
+        ckt_mbar_init(&vbar[0], 1);
+        ckt_mbar_init(&vbar[1], 1);
     }
     ckt_block_sync();
 
     if (wg == 0) { /* >>producer */
         ckt_setmaxnreg_dec(40);
-        if (p.tma) {
+        if (p.tma && !FP8) {
             if (tid != 0)
                 return;
             ckt_mbar_arrive_expect_tx(qbar, CKT__F9_Q_BYTES);
@@ -127,8 +162,39 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
             }
             return;
         }
+        if (p.tma) { /* fp8: thread 0 issues the copies, the 128 transpose V */
+            if (tid == 0) {
+                ckt_mbar_arrive_expect_tx(qbar, CKT__F9_Q_BYTES);
+                for (int c = 0; c < D * 2 / RB; c++)
+                    ckt_tma_load_4d(sQ + c * BM * RB, &p.tq, RB / 2 * c, m0, h, b, qbar);
+                for (int j = 0; j < 2 && j < nblocks; j++) {
+                    ckt_mbar_arrive_expect_tx(&vbar[j], CKT__F9_R_BYTES);
+                    ckt_tma_load_4d(CKT__F9_SR(j), &p.tv, 0, n_lo + j * BN, hk, b, &vbar[j]);
+                }
+            }
+            for (int j = 0; j < nblocks; j++) {
+                const int s = j % S, n0 = n_lo + j * BN;
+                if (j >= S)
+                    ckt_mbar_wait(&empty[s], (unsigned)((j / S - 1) & 1));
+                if (tid == 0) {
+                    ckt_mbar_arrive_expect_tx(&full[s], CKT__F9_K_BYTES);
+                    for (int c = 0; c < D * 2 / RB; c++)
+                        ckt_tma_load_4d(CKT__F9_SK(s) + c * BN * RB, &p.tk, RB / 2 * c, n0, hk, b, &full[s]);
+                }
+                ckt_mbar_wait(&vbar[j % 2], (unsigned)((j / 2) & 1));
+                ckt_fmha_sm90_transpose_v_e4m3(CKT__F9_SV(s), CKT__F9_SR(j % 2), DV, 128, tid);
+                ckt_fence_proxy_async(); /* V^T for wgmma; the staging reads before TMA's next writes */
+                ckt_mbar_arrive(&full[s]);
+                ckt_named_barrier_sync(3, 128); /* staging buffer j % 2 is read */
+                if (tid == 0 && j + 2 < nblocks) {
+                    ckt_mbar_arrive_expect_tx(&vbar[j % 2], CKT__F9_R_BYTES);
+                    ckt_tma_load_4d(CKT__F9_SR(j % 2), &p.tv, 0, n0 + 2 * BN, hk, b, &vbar[j % 2]);
+                }
+            }
+            return;
+        }
         /* cp.async: zeros past the entry's rows and the call's head dims */
-        ckt_fmha_sm90_load_async(sQ, qp, a->q_stride_s, m0, sq.sq, a->hdim_q, BM, D, 128, tid);
+        ckt_fmha_sm90_load_async(sQ, qp, a->q_stride_s, m0, sq.sq, a->hdim_q, BM, D, RB, 128, tid);
         ckt_cp_async_commit();
         ckt_cp_async_wait_all();
         ckt_fence_proxy_async(); /* generic-proxy writes, read by wgmma */
@@ -137,12 +203,19 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
             const int s = j % S, n0 = n_lo + j * BN;
             if (j >= S)
                 ckt_mbar_wait(&empty[s], (unsigned)((j / S - 1) & 1));
-            ckt_fmha_sm90_load_async(CKT__F9_SK(s), kp, a->k_stride_s, n0, sq.sk, a->hdim_q, BN, D, 128, tid);
-            ckt_fmha_sm90_load_async(CKT__F9_SV(s), vp, a->v_stride_s, n0, sq.sk, a->hdim_v, BN, DV, 128, tid);
+            ckt_fmha_sm90_load_async(CKT__F9_SK(s), kp, a->k_stride_s, n0, sq.sk, a->hdim_q, BN, D, RB, 128, tid);
+            ckt_fmha_sm90_load_async(FP8 ? CKT__F9_SR(0) : CKT__F9_SV(s), vp, a->v_stride_s, n0, sq.sk, v_cols, BN,
+                                     DVU, FP8 ? DV : 128, 128, tid);
             ckt_cp_async_commit();
             ckt_cp_async_wait_all();
+            if (FP8) { /* V^T from the staging buffer, which every thread filled part of */
+                ckt_named_barrier_sync(3, 128);
+                ckt_fmha_sm90_transpose_v_e4m3(CKT__F9_SV(s), CKT__F9_SR(0), DV, 128, tid);
+            }
             ckt_fence_proxy_async();
             ckt_mbar_arrive(&full[s]);
+            if (FP8)
+                ckt_named_barrier_sync(3, 128); /* the staging buffer is read */
         }
         return;
     }
@@ -157,18 +230,33 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
     for (int i = 0; i < DV / 2; i++)
         o_acc[i] = 0.0f;
     ckt_fmha_softmax_init(row_m, row_l, 16);
-    /* S = Q K_j^T into s_acc (issued, not waited for): k16 steps 32 bytes
-     * apart in a 128-byte row, the rows' 64-column blocks BM / BN rows apart */
+    /* S = Q K_j^T into s_acc (issued, not waited for): k-steps (k16, or k32
+     * for fp8) 32 bytes apart in a row of RB bytes, the rows' column blocks
+     * BM / BN rows apart */
 #define CKT__F9_ISSUE_S(s_acc, st)                                                                                \
     do {                                                                                                          \
         const uint64_t dk0_ = (st) ? dk1 : dk0;                                                                   \
         ckt_wgmma_fence();                                                                                        \
         CKT_UNROLL                                                                                                \
         for (int ks = 0; ks < D / 16; ks++)                                                                       \
-            CKT__F9_S_MMA(s_acc, ckt_wgmma_desc_advance(dq0, (ks / 4) * BM * 128 + (ks % 4) * 32),                \
-                          ckt_wgmma_desc_advance(dk0_, (ks / 4) * BN * 128 + (ks % 4) * 32), ks > 0);              \
+            CKT__F9_S_MMA(s_acc, ckt_wgmma_desc_advance(dq0, (ks / (RB / 32)) * BM * RB + (ks % (RB / 32)) * 32), \
+                          ckt_wgmma_desc_advance(dk0_, (ks / (RB / 32)) * BN * RB + (ks % (RB / 32)) * 32),       \
+                          ks > 0);                                                                                \
         ckt_wgmma_commit();                                                                                       \
     } while (0)
+#if CKT__FMHA_FP8
+    /* O += P V_j (issued): P from the registers (e4m3, the permuted keys),
+     * V^T [DV][BN = 128 keys] K-major, k32 steps 32 bytes apart */
+#define CKT__F9_ISSUE_PV(pf, st)                                                                                  \
+    do {                                                                                                          \
+        const uint64_t dv0_ = (st) ? dv1 : dv0;                                                                   \
+        ckt_wgmma_fence();                                                                                        \
+        CKT_UNROLL                                                                                                \
+        for (int kk = 0; kk < BN / 32; kk++)                                                                      \
+            CKT__F9_O_MMA(o_acc, &pf[4 * kk], ckt_wgmma_desc_advance(dv0_, kk * 32), 1);                          \
+        ckt_wgmma_commit();                                                                                       \
+    } while (0)
+#else
     /* O += P V_j (issued): P from the registers (mma.sync's A fragments), V
      * [keys][DV] MN-major, 64-column blocks BN rows apart */
 #define CKT__F9_ISSUE_PV(pf, st)                                                                                  \
@@ -180,14 +268,21 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
             CKT__F9_O_MMA(o_acc, &pf[4 * kk], ckt_wgmma_desc_advance(dv0_, kk * 16 * 128), 1);                    \
         ckt_wgmma_commit();                                                                                       \
     } while (0)
+#endif
     /* the descriptors of Q (this warpgroup's rows) and of each stage's K and
      * V at their first element; the k-steps advance them (S == 2) */
     CKT_STATIC_ASSERT(S == 2, "the Hopper forward keeps one descriptor per stage of two");
-    const uint64_t dq0 = ckt_wgmma_desc(sQ + cw * 64 * 128, CKT_SWIZZLE_128B, 16, 1024);
-    const uint64_t dk0 = ckt_wgmma_desc(CKT__F9_SK(0), CKT_SWIZZLE_128B, 16, 1024);
-    const uint64_t dk1 = ckt_wgmma_desc(CKT__F9_SK(1), CKT_SWIZZLE_128B, 16, 1024);
+    const ckt_swizzle qk_sw = (ckt_swizzle)RB;
+    const uint64_t dq0 = ckt_wgmma_desc(sQ + cw * 64 * RB, qk_sw, 16, 8 * RB);
+    const uint64_t dk0 = ckt_wgmma_desc(CKT__F9_SK(0), qk_sw, 16, 8 * RB);
+    const uint64_t dk1 = ckt_wgmma_desc(CKT__F9_SK(1), qk_sw, 16, 8 * RB);
+#if CKT__FMHA_FP8
+    const uint64_t dv0 = ckt_wgmma_desc(CKT__F9_SV(0), CKT_SWIZZLE_128B, 16, 1024);
+    const uint64_t dv1 = ckt_wgmma_desc(CKT__F9_SV(1), CKT_SWIZZLE_128B, 16, 1024);
+#else
     const uint64_t dv0 = ckt_wgmma_desc(CKT__F9_SV(0), CKT_SWIZZLE_128B, BN * 128, 1024);
     const uint64_t dv1 = ckt_wgmma_desc(CKT__F9_SV(1), CKT_SWIZZLE_128B, BN * 128, 1024);
+#endif
 
     /* soft-cap, mask where tile n0 is cut, online softmax (ckt/fmha/softmax.h):
      * s_acc becomes P, corr and grew say how O must be rescaled */
@@ -198,12 +293,18 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
     float corr[ROWS];                                                                                             \
     const int grew = ckt_fmha_softmax_update(corr, s_acc, row_m, row_l, 16, BN, to_log2)
 
+    /* P as the A operand of P V: 16-bit, or e4m3 times scale_p (fp8) */
+#if CKT__FMHA_FP8
+#define CKT__F9_TO_P(pf, s_acc) ckt_warp_acc_to_a_e4m3(pf, s_acc, 16, BN, a->scale_p)
+#else
+#define CKT__F9_TO_P(pf, s_acc) ckt_warp_acc_to_a(pf, s_acc, 16, BN, CKT__FMHA_BF16)
+#endif
     /* FlashAttention-3's intra-warpgroup overlap: the softmax of tile j runs
      * while the tensor cores do P_{j-1} V_{j-1}; O is rescaled once that is
      * done. pf holds P of the tile whose P V is next. The first tile is
      * peeled so that every wait in the loop is unconditional (a wait under
      * a branch makes ptxas serialize the wgmmas). */
-    uint32_t pf[BN / 4];
+    uint32_t pf[FP8 ? BN / 8 : BN / 4];
     float s_acc[BN / 2];
     int s_prev = 0;
     /* ping-pong (FlashAttention-3): the two warpgroups take turns to issue
@@ -225,7 +326,7 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
         CKT__F9_SOFTMAX(n_lo);
         (void)corr; /* O is still 0 */
         (void)grew;
-        ckt_warp_acc_to_a(pf, s_acc, 16, BN, CKT__FMHA_BF16);
+        CKT__F9_TO_P(pf, s_acc);
     }
     for (int j = 1; j < nblocks; j++) {
         const int s = j % S;
@@ -247,7 +348,7 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
             ckt_mbar_arrive(&empty[s_prev]);
         if (ckt_warp_any(grew))
             ckt_fmha_rescale(o_acc, corr, 16, DV);
-        ckt_warp_acc_to_a(pf, s_acc, 16, BN, CKT__FMHA_BF16);
+        CKT__F9_TO_P(pf, s_acc);
         s_prev = s;
     }
     if (nblocks > 0) { /* the last tile's P V */
@@ -264,6 +365,7 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
 #undef CKT__F9_MY_TURN
 #undef CKT__F9_YOUR_TURN
 #undef CKT__F9_ISSUE_PV
+#undef CKT__F9_TO_P
 
     /* >>epilogue (ckt/fmha/epilogue.h): O = acc / l, sinks, LSE */
     float inv[ROWS];
@@ -273,6 +375,11 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
         ckt_fmha_sink_rows(sink2, a->sink, h, wrow0, 1, 16, lane);
         ckt_fmha_softmax_sink(inv, row_m, row_l, sink2, 16);
     }
+#if CKT__FMHA_FP8 /* O = (P8 V) descale_v / scale_p / l (ckt/fmha/fp8.h) */
+    CKT_UNROLL
+    for (int r = 0; r < ROWS; r++)
+        inv[r] *= a->descale_v / a->scale_p;
+#endif
     uint16_t *op = (uint16_t *)a->o + ckt_fmha_row_offset(a->group_mode, b, h, sq.q_start, a->o_stride_b, a->o_stride_h, a->o_stride_s);
     ckt_fmha_warp_store_o(op, a->o_stride_s, sq.sq, a->hdim_v, o_acc, inv, wrow0, 16, DV, CKT__FMHA_BF16, lane);
     if (a->lse)
@@ -280,6 +387,7 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
                                 row_m, row_l, wrow0, sq.sq, 16, lane);
 #undef CKT__F9_SK
 #undef CKT__F9_SV
+#undef CKT__F9_SR
 #else
     (void)p;
 #endif
@@ -319,12 +427,14 @@ static inline ckt_status CKT__FMHA_FN(_sm90_run)(const ckt_fmha_fwd_args *a, ckt
     /* preferred from head dim 128: at d64 it is no faster than the
      * mma.sync kernel yet, slower for short causal calls (H100: 0.82-0.89x
      * FlashAttention-2 at s 1k-2k, docs/fmha.md#hopper) */
-    if (!ckt_fmha_sm90_wanted(binary_version, CKT__FMHA_D >= 128))
+    if (!ckt_fmha_sm90_wanted(binary_version, CKT__FMHA_FP8 || CKT__FMHA_D >= 128))
         return CKT_SUCCESS;
     ckt_fmha_sm90_params p;
     memset(&p, 0, sizeof p);
     p.a = *a;
-    p.tma = !ckt_fmha_sm90_no_tma() && ckt_fmha_sm90_maps(&p, a, CKT__F9_BM, CKT__F9_BN);
+    p.tma = !ckt_fmha_sm90_no_tma() &&
+            (CKT__FMHA_FP8 ? ckt_fmha_sm90_maps(&p, a, CKT__F9_BM, CKT__F9_BN, CKT__F9_RB / 2, a->hdim_v / 2, CKT__FMHA_DV / 2)
+                           : ckt_fmha_sm90_maps(&p, a, CKT__F9_BM, CKT__F9_BN, 64, a->hdim_v, 64));
     *ran = 1;
     return ckt_rt_launch(CKT_KERNEL_REF(CKT__FMHA_FN(_sm90_kernel)),
                          ckt_fmha_fwd_grid(a->batch, a->nhead_q, a->seqlen_q, CKT__F9_BM, 1),
@@ -338,6 +448,9 @@ static inline ckt_status CKT__FMHA_FN(_sm90_run)(const ckt_fmha_fwd_args *a, ckt
 #undef CKT__F9_Q_BYTES
 #undef CKT__F9_K_BYTES
 #undef CKT__F9_V_BYTES
+#undef CKT__F9_R_BYTES
+#undef CKT__F9_RB
+#undef CKT__F9_BARS
 #undef CKT__F9_SMEM_BYTES
 #undef CKT__F9_CAT3
 #undef CKT__F9_WG

@@ -3,9 +3,16 @@
  * of Q, K and V, the swizzled cp.async tile load used where TMA cannot
  * address the tensors, and the run-time choice of the path.
  *
- * Shared tiles hold rows of 64 elements (128 bytes) per column block, 128B
- * swizzled (ckt/arch/hopper.h): a [rows][D] tile is D / 64 blocks of
- * rows x 128 bytes, block c at c * rows * 128.
+ * Shared tiles hold rows of RB = 128 bytes (64 16-bit elements) per column
+ * block, swizzled at that width (ckt/arch/hopper.h): a [rows][D] tile is
+ * D / 64 blocks of rows x 128 bytes, block c at c * rows * 128. fp8 tiles
+ * (rows of 16-bit units, two e4m3 each, as the mma.sync kernel's) whose
+ * rows are 64 bytes use RB = 64 and the 64B swizzle.
+ *
+ * fp8's P V needs V^T K-major (wgmma takes 8-bit operands K-major only):
+ * the producer transposes each V tile in shared memory, in the permuted key
+ * order of ckt/tile/fp8.h so that P's accumulator is the A operand as it
+ * stands (ckt_fmha_sm90_transpose_v_e4m3).
  */
 #ifndef CKT_FMHA_SM90_H
 #define CKT_FMHA_SM90_H
@@ -31,14 +38,18 @@ typedef struct ckt_fmha_sm90_params {
     int tma;
 } ckt_fmha_sm90_params;
 
-/* The tensor maps of a's Q, K, V with boxes of 64 columns by bm (Q) and bn
- * (K, V) rows; 1 if all three are legal, 0 if the call must use cp.async. */
-static inline int ckt_fmha_sm90_maps(ckt_fmha_sm90_params *p, const ckt_fmha_fwd_args *a, int bm, int bn)
+/* The tensor maps of a's Q, K, V with boxes of qk_box (Q, K) and v_box (V)
+ * 16-bit columns by bm (Q) and bn (K, V) rows, each swizzled at its box's
+ * width in bytes (64 or 128); v_cols: V's columns in 16-bit units
+ * (hdim_v, or hdim_v / 2 for fp8). 1 if all three are legal, 0 if the call
+ * must use cp.async. */
+static inline int ckt_fmha_sm90_maps(ckt_fmha_sm90_params *p, const ckt_fmha_fwd_args *a, int bm, int bn, int qk_box,
+                                     int v_cols, int v_box)
 {
     if (a->group_mode || a->seqlen_q_ptr || a->seqlen_k_ptr)
         return 0;
     const void *base[3] = {a->q, a->k, a->v};
-    const int64_t cols[3] = {a->hdim_q, a->hdim_q, a->hdim_v}, rows[3] = {a->seqlen_q, a->seqlen_k, a->seqlen_k};
+    const int64_t cols[3] = {a->hdim_q, a->hdim_q, v_cols}, rows[3] = {a->seqlen_q, a->seqlen_k, a->seqlen_k};
     const int64_t heads[3] = {a->nhead_q, a->nhead_k, a->nhead_k};
     const int64_t ss[3] = {a->q_stride_s, a->k_stride_s, a->v_stride_s}, sh[3] = {a->q_stride_h, a->k_stride_h, a->v_stride_h};
     const int64_t sb[3] = {a->q_stride_b, a->k_stride_b, a->v_stride_b};
@@ -50,8 +61,9 @@ static inline int ckt_fmha_sm90_maps(ckt_fmha_sm90_params *p, const ckt_fmha_fwd
         const uint64_t dims[4] = {(uint64_t)cols[i], (uint64_t)rows[i], (uint64_t)heads[i], (uint64_t)a->batch};
         const uint64_t strides[3] = {(uint64_t)ss[i] * 2, heads[i] > 1 ? (uint64_t)sh[i] * 2 : 16,
                                      a->batch > 1 ? (uint64_t)sb[i] * 2 : 16};
-        const unsigned box[4] = {64, (unsigned)(i == 0 ? bm : bn), 1, 1};
-        if (ckt_tma_make_4d(d[i], base[i], 2, dims, strides, box, CKT_SWIZZLE_128B) != 0)
+        const int bc = i == 2 ? v_box : qk_box;
+        const unsigned box[4] = {(unsigned)bc, (unsigned)(i == 0 ? bm : bn), 1, 1};
+        if (ckt_tma_make_4d(d[i], base[i], 2, dims, strides, box, (ckt_swizzle)(2 * bc)) != 0)
             return 0;
     }
     return 1;
@@ -87,18 +99,51 @@ static inline int ckt_fmha_sm90_no_tma(void)
 }
 
 #if defined(CKT_HAS_WGMMA)
-/* tile[r][c] (r < rows, c < cols: a [rows][cols] tile in 64-column blocks,
- * 128B swizzled) <- src[row0 + r][c], zeros past valid_rows and valid_cols
- * (multiples of 8): 16-byte cp.async chunks over threads nt (this one: t). */
+/* tile[r][c] (r < rows, c < cols: a [rows][cols] tile of 16-bit units in
+ * column blocks of rb bytes (64 or 128), swizzled at rb) <- src[row0 + r][c],
+ * zeros past valid_rows and valid_cols (multiples of 8): 16-byte cp.async
+ * chunks over threads nt (this one: t). */
 CKT_INLINE CKT_DEVICE void ckt_fmha_sm90_load_async(unsigned char *tile, const uint16_t *src, int64_t ld, int row0,
-                                                    int valid_rows, int valid_cols, int rows, int cols, int nt, int t)
+                                                    int valid_rows, int valid_cols, int rows, int cols, int rb, int nt,
+                                                    int t)
 {
-    const int chunks = cols / 8;
+    const int chunks = cols / 8, per_block = rb / 16;
     for (int idx = t; idx < rows * chunks; idx += nt) {
         const int r = idx / chunks, c8 = idx % chunks, gr = row0 + r, gc = c8 * 8;
-        unsigned char *dst = tile + (c8 / 8) * rows * 128 + ckt_swizzle_offset((uint32_t)(r * 128 + (c8 % 8) * 16), CKT_SWIZZLE_128B);
+        unsigned char *dst = tile + (c8 / per_block) * rows * rb +
+                             ckt_swizzle_offset((uint32_t)(r * rb + (c8 % per_block) * 16), (ckt_swizzle)rb);
         const int ok = gr < valid_rows && gc < valid_cols;
         ckt_cp_async_16(dst, ok ? (const void *)(src + (int64_t)gr * ld + gc) : (const void *)src, ok ? 16u : 0u);
+    }
+}
+
+/* fp8: vt[d][k'] <- v[key(k')][d] for d < dv, k' < 128 (ckt_e4m3_key_of's
+ * order: ckt/tile/fp8.h): v the [128 keys][dv bytes] tile, rows of dv
+ * bytes swizzled at dv (64 or 128); vt dv rows of 128 bytes, 128B swizzled
+ * (the K-major B operand of wgmma k32), by threads nt (this one: t). A work
+ * item moves the key quad {2q, 2q+1, 2q+8, 2q+9} of each 16 keys (one
+ * 4-byte word of vt) for 4 columns; a warp takes 8 quads x 4 column quads,
+ * so that its reads and writes hit at most 2 lanes a bank. */
+CKT_INLINE CKT_DEVICE void ckt_fmha_sm90_transpose_v_e4m3(unsigned char *vt, const unsigned char *v, int dv, int nt,
+                                                           int t)
+{
+    const int quads = 32, cquads = dv / 4, items = quads * cquads;
+    const ckt_swizzle vsw = (ckt_swizzle)dv;
+    for (int item = t; item < items; item += nt) {
+        const int blk = item / 32, ln = item % 32;
+        const int kq = (blk % (quads / 8)) * 8 + ln % 8, d = 4 * ((blk / (quads / 8)) * 4 + ln / 8);
+        const int key = 16 * (kq >> 2) + 2 * (kq & 3);
+        uint32_t w[4];
+        const int keys[4] = {key, key + 1, key + 8, key + 9};
+        CKT_UNROLL
+        for (int e = 0; e < 4; e++)
+            w[e] = *(const uint32_t *)(v + ckt_swizzle_offset((uint32_t)(keys[e] * dv + d), vsw));
+        CKT_UNROLL
+        for (int i = 0; i < 4; i++) { /* vt[d + i][4 kq .. 4 kq + 3] */
+            const uint32_t x = ((w[0] >> (8 * i)) & 0xffu) | (((w[1] >> (8 * i)) & 0xffu) << 8) |
+                               (((w[2] >> (8 * i)) & 0xffu) << 16) | (((w[3] >> (8 * i)) & 0xffu) << 24);
+            *(uint32_t *)(vt + ckt_swizzle_offset((uint32_t)((d + i) * 128 + 4 * kq), CKT_SWIZZLE_128B)) = x;
+        }
     }
 }
 #endif
