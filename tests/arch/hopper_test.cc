@@ -13,11 +13,14 @@
 //              swizzle NONE/32B/64B/128B: the exact bytes in shared memory
 //   tensor map ckt_tma_make_2d's rules
 //   wgmma      m64n{64,128,256}k16, bf16/f16, SS (K-major, B MN-major), RS,
-//              128B-swizzled and core-matrix tiles, k-steps, accumulate 0/1
+//              128B-swizzled and core-matrix tiles, k-steps, accumulate 0/1;
+//              m64n{64,128,256}k32 e4m3 (K-major only), SS and RS, the same
+//              tiles of 1-byte elements, negative values and -0
 //   emulator   deadlock report on a phase nobody completes, uninitialized
 //              mbarrier, a TMA column not at 16 bytes (CPU backend only)
 //
-// hopper_test_gpu passed on an H100 (all but the 3 emulator-only tests).
+// hopper_test_gpu passed on an H100 (all but the 3 emulator-only tests)
+// before the e4m3 wgmma cases came; those have run on the emulator only.
 #include "ckt/host.h"
 
 #include <gtest/gtest.h>
@@ -464,57 +467,69 @@ TEST(Tma, Make2dRules)
 
 // >>wgmma
 //
-// One warpgroup: D(64 x N) = [C +] A(64 x 64) B(64 x N) in four k16 steps
-// (the first with the test's `accumulate`, the others with 1). A [64][64]
-// and B ([K][N], logically) come from global memory as bits; the kernel
-// places them in shared memory in the layout under test, computed here from
-// the canonical layouts (CUTLASS's GMMA descriptors, T = 8 elements a 16-byte
-// chunk; byte offsets of element (r, k), r the M or N index):
-//   K-major, 128B:  sw128((r / 8) 1024 + (r % 8) 128 + 2 k)     sbo = 1024
+// One warpgroup: D(64 x N) = [C +] A(64 x K) B(K x N), K = 128 bytes of
+// elements: 64 bf16/f16 in four k16 steps or 128 e4m3 in four k32 steps (a
+// step is 32 bytes of K either way; the first with the test's `accumulate`,
+// the others with 1). A [64][K] and B ([K][N], logically) come from global
+// memory as bits; the kernel places them in shared memory in the layout under
+// test, computed here from the canonical layouts (CUTLASS's GMMA descriptors;
+// e the element bytes, 2 or 1 (e4m3), T = 16 / e elements a 16-byte chunk;
+// byte offsets of element (r, k), r the M or N index):
+//   K-major, 128B:  sw128((r / 8) 1024 + (r % 8) 128 + e k)     sbo = 1024
+//                   (a row of K is one 128-byte swizzle atom row)
 //                   k-step s: descriptor start + 32 s
-//   K-major, none:  (r / 8) sbo + (k / 8) lbo + (r % 8) 16 + 2 (k % 8)
+//   K-major, none:  (r / 8) sbo + (k / T) lbo + (r % 8) 16 + e (k % T)
+//                   (core matrices of 8 rows x 16 bytes)
 //                   A: lbo = 128, sbo = 1024 (k chunks adjacent)
 //                   B: lbo = N/8 * 128, sbo = 128 (row groups adjacent)
-//                   k-step s: start + 2 s lbo
+//                   k-step s (2 chunks): start + 2 s lbo
+// 16-bit only (8-bit types take no transpose: e4m3 has K-major operands only):
 //   MN-major, 128B: sw128((r / 64) lbo + (k / 8) 1024 + (k % 8) 128 + 2 (r % 64))
 //                   lbo = 8192 (64-column boxes of 64 k rows), sbo = 1024;
 //                   k-step s: start + 2048 s
 //   MN-major, none: (r / 8) sbo + (k / 8) lbo + (k % 8) 16 + 2 (r % 8)
 //                   lbo = 128, sbo = 1024; k-step s: start + 2 s lbo
-// RS: A in registers, the mma.sync m16n8k16 A fragment of the warp's rows.
+// RS: A in registers, the mma.sync A fragment of the warp's rows: m16n8k16
+// (16-bit) or m16n8k32 (e4m3), the same bytes either way (see wg_run).
 
 enum WgLayout { K_SW128, K_NONE, MN_SW128, MN_NONE };
+// The element type.
+enum WgType { WG_F16, WG_BF16, WG_E4M3 };
 
 typedef struct wgmma_params {
-    const uint16_t *a; // [64][64]
-    const uint16_t *b; // [64 (k)][N]
-    const float *c;    // [64][N]
-    float *d;          // [64][N]
-    int n, bf16, a_layout, b_layout, rs, accumulate;
+    const unsigned char *a; // [64][K] elements of WG_ELEM_BYTES(type) bytes
+    const unsigned char *b; // [K (k)][N]
+    const float *c;         // [64][N]
+    float *d;               // [64][N]
+    int n, type, a_layout, b_layout, rs, accumulate;
 } wgmma_params;
 
-#define WG_K 64
-#define WG_A_BYTES (64 * WG_K * 2)
-#define WG_B_BYTES (256 * WG_K * 2)
+#define WG_ELEM_BYTES(type) ((type) == WG_E4M3 ? 1u : 2u)
+#define WG_KB 128 // K in bytes: 64 16-bit or 128 e4m3 elements, four 32-byte k-steps
+#define WG_A_BYTES (64 * WG_KB)
+#define WG_B_BYTES (256 * WG_KB)
 #define WG_SMEM (WG_A_BYTES + WG_B_BYTES + 1024)
 
 #if defined(CKT_HAS_WGMMA)
 CKT_INLINE CKT_DEVICE uint32_t wg_sw128(uint32_t x) { return x ^ (((x >> 7) & 7u) << 4); }
 
-// Byte offset of element (r, k) in the layout; n: B's N (the none-K-major lbo).
-CKT_INLINE CKT_DEVICE uint32_t wg_offset(int layout, int is_b, unsigned n, unsigned r, unsigned k)
+// Byte offset of element (r, k) in the layout; n: B's N (the none-K-major
+// lbo); e: the element bytes (K-major layouts; the MN-major ones are 16-bit).
+CKT_INLINE CKT_DEVICE uint32_t wg_offset(int layout, int is_b, unsigned n, unsigned e, unsigned r, unsigned k)
 {
+    const unsigned T = 16 / e; // elements a 16-byte chunk
     switch (layout) {
-    case K_SW128: return wg_sw128((r / 8) * 1024 + (r % 8) * 128 + 2 * k);
+    case K_SW128: return wg_sw128((r / 8) * 1024 + (r % 8) * 128 + e * k);
     case K_NONE:
-        return is_b ? (r / 8) * 128 + (k / 8) * (n / 8 * 128) + (r % 8) * 16 + 2 * (k % 8)
-                    : (r / 8) * 1024 + (k / 8) * 128 + (r % 8) * 16 + 2 * (k % 8);
+        return is_b ? (r / 8) * 128 + (k / T) * (n / 8 * 128) + (r % 8) * 16 + e * (k % T)
+                    : (r / 8) * 1024 + (k / T) * 128 + (r % 8) * 16 + e * (k % T);
     case MN_SW128: return wg_sw128((r / 64) * 8192 + (k / 8) * 1024 + (k % 8) * 128 + 2 * (r % 64));
     default: return (r / 8) * 1024 + (k / 8) * 128 + (k % 8) * 16 + 2 * (r % 8);
     }
 }
 
-// The descriptor of k-step s of an operand in that layout.
+// The descriptor of k-step s of an operand in that layout (32 bytes of K a
+// step for every type, so the same for 2- and 1-byte elements).
 CKT_INLINE CKT_DEVICE uint64_t wg_desc(const unsigned char *base, int layout, int is_b, unsigned n, int s)
 {
     switch (layout) {
@@ -539,24 +554,39 @@ CKT_INLINE CKT_DEVICE uint64_t wg_desc(const unsigned char *base, int layout, in
             ckt_wgmma_m64n##N##k16_##ty##_ss((d), (da), (db), (acc));                             \
     } while (0)
 
-// One k16 step: the instruction of this N, type, A source and B major
+// e4m3: k32, K-major B only (no _bmn).
+#define WG_CALL_E4M3(N, d, a, da, db, acc, rs)                                                    \
+    do {                                                                                          \
+        if (rs)                                                                                   \
+            ckt_wgmma_m64n##N##k32_e4m3_rs((d), (a), (db), (acc));                                \
+        else                                                                                      \
+            ckt_wgmma_m64n##N##k32_e4m3_ss((d), (da), (db), (acc));                               \
+    } while (0)
+
+// One k-step: the instruction of this N, type, A source and B major
 // (if constexpr: d has N / 2 elements, the other shapes' operands do not exist).
 template <int N>
 CKT_INLINE CKT_DEVICE void wg_step(const wgmma_params *p, float *d, const uint32_t *a, uint64_t da, uint64_t db, int acc)
 {
     const int bmn = p->b_layout == MN_SW128 || p->b_layout == MN_NONE;
     if constexpr (N == 64) {
-        if (p->bf16)
+        if (p->type == WG_E4M3)
+            WG_CALL_E4M3(64, d, a, da, db, acc, p->rs);
+        else if (p->type == WG_BF16)
             WG_CALL(64, bf16, d, a, da, db, acc, p->rs, bmn);
         else
             WG_CALL(64, f16, d, a, da, db, acc, p->rs, bmn);
     } else if constexpr (N == 128) {
-        if (p->bf16)
+        if (p->type == WG_E4M3)
+            WG_CALL_E4M3(128, d, a, da, db, acc, p->rs);
+        else if (p->type == WG_BF16)
             WG_CALL(128, bf16, d, a, da, db, acc, p->rs, bmn);
         else
             WG_CALL(128, f16, d, a, da, db, acc, p->rs, bmn);
     } else {
-        if (p->bf16)
+        if (p->type == WG_E4M3)
+            WG_CALL_E4M3(256, d, a, da, db, acc, p->rs);
+        else if (p->type == WG_BF16)
             WG_CALL(256, bf16, d, a, da, db, acc, p->rs, bmn);
         else
             WG_CALL(256, f16, d, a, da, db, acc, p->rs, bmn);
@@ -578,13 +608,19 @@ template <int N> CKT_INLINE CKT_DEVICE void wg_run(const wgmma_params *p, const 
             d[4 * j + i] = p->accumulate ? p->c[(16 * w + g + 8 * (i >= 2)) * N + 8 * j + 2 * tq + (i & 1)]
                                          : ckt_f32_from_bits(0x7fc00000u);
     CKT_UNROLL
-    for (int s = 0; s < WG_K / 16; s++) {
-        // a[0] = A[16w+g][2tq..+1], a[1] = row + 8, a[2] = cols + 8, a[3] = both (k-step s: cols + 16 s)
+    for (int s = 0; s < WG_KB / 32; s++) {
+        // 16-bit (m16n8k16): a[0] = A[16w+g][2tq..+1], a[1] = row + 8, a[2] = cols + 8, a[3] = both
+        //   (k-step s: cols + 16 s);
+        // e4m3 (m16n8k32): a[0] = A[16w+g][4tq..+3], a[1] = row + 8, a[2] = cols + 16, a[3] = both
+        //   (k-step s: cols + 32 s);
+        // in bytes both are: a[q] = the 4 bytes of row 16w+g + 8 (q & 1) from byte
+        // 32 s + 4 tq + 16 (q >> 1), the lowest k in the low bits
         uint32_t a[4];
         CKT_UNROLL
         for (unsigned q = 0; q < 4; q++) {
-            const unsigned m = 16 * w + g + 8 * (q & 1), k = 16 * s + 2 * tq + 8 * (q >> 1);
-            a[q] = (uint32_t)p->a[m * WG_K + k] | ((uint32_t)p->a[m * WG_K + k + 1] << 16);
+            const unsigned m = 16 * w + g + 8 * (q & 1), kb = 32 * s + 4 * tq + 16 * (q >> 1);
+            const unsigned char *x = p->a + m * WG_KB + kb;
+            a[q] = (uint32_t)x[0] | ((uint32_t)x[1] << 8) | ((uint32_t)x[2] << 16) | ((uint32_t)x[3] << 24);
         }
         const uint64_t da = p->rs ? 0 : wg_desc(sa, p->a_layout, 0, N, s);
         const uint64_t db = wg_desc(sb, p->b_layout, 1, N, s);
@@ -607,15 +643,17 @@ CKT_KERNEL(wgmma_kernel, wgmma_params, p)
 #if defined(CKT_HAS_WGMMA)
     CKT_DYNAMIC_SHARED(unsigned char, smem_raw);
     unsigned char *sa = (unsigned char *)ckt_smem_align_1024(smem_raw), *sb = sa + WG_A_BYTES;
-    const unsigned t = ckt_thread_rank(), N = (unsigned)p.n;
-    // sa[offset(m, k)] = A[m][k]; sb[offset(n, k)] = B[k][n]
-    for (unsigned i = t; i < 64 * WG_K; i += 128) {
-        const unsigned m = i / WG_K, k = i % WG_K;
-        *(uint16_t *)(sa + wg_offset(p.a_layout, 0, N, m, k)) = p.a[m * WG_K + k];
+    const unsigned t = ckt_thread_rank(), N = (unsigned)p.n, e = WG_ELEM_BYTES(p.type), K = WG_KB / e;
+    // sa[offset(m, k)] = A[m][k]; sb[offset(n, k)] = B[k][n] (e bytes each)
+    for (unsigned i = t; i < 64 * K; i += 128) {
+        const unsigned m = i / K, k = i % K;
+        for (unsigned j = 0; j < e; j++)
+            sa[wg_offset(p.a_layout, 0, N, e, m, k) + j] = p.a[i * e + j];
     }
-    for (unsigned i = t; i < WG_K * N; i += 128) {
+    for (unsigned i = t; i < K * N; i += 128) {
         const unsigned k = i / N, n = i % N;
-        *(uint16_t *)(sb + wg_offset(p.b_layout, 1, N, n, k)) = p.b[k * N + n];
+        for (unsigned j = 0; j < e; j++)
+            sb[wg_offset(p.b_layout, 1, N, e, n, k) + j] = p.b[i * e + j];
     }
     ckt_fence_proxy_async(); // these writes before wgmma's reads
     ckt_block_sync();
@@ -630,35 +668,60 @@ CKT_KERNEL(wgmma_kernel, wgmma_params, p)
 #endif
 }
 
-uint16_t ToBits(float x, int bf16) { return bf16 ? ckt_bf16_from_f32(x).bits : ckt_f16_from_f32(x).bits; }
+// A random element of the type, its bits in *bits and the value the reference
+// uses. 16-bit: an integer in -3..3. e4m3: one of 0, -0 (0x80), +-0.25, +-0.5,
+// +-1, +-1.5, +-2, +-3, +-4, decoded from its byte (ckt_f32_from_e4m3). Every
+// product is then a multiple of 1/16 of magnitude at most 16, so D's sums of
+// 128 of them and a C in -50..50 are exact in fp32, in any order.
+float RandomElement(Rng &rng, int type, uint16_t *bits)
+{
+    if (type == WG_E4M3) {
+        static const float mag[8] = {0.0f, 0.25f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f};
+        const int i = rng.in(0, 15);
+        *bits = ckt_e4m3_from_f32(i < 8 ? mag[i] : -mag[i - 8]); // -0.0f: 0x80
+        return ckt_f32_from_e4m3((uint8_t)*bits);
+    }
+    const float x = (float)rng.in(-3, 3);
+    *bits = type == WG_BF16 ? ckt_bf16_from_f32(x).bits : ckt_f16_from_f32(x).bits;
+    return x;
+}
+
+// v: random elements of the type; bits: theirs, e bytes each, little-endian.
+void RandomOperand(Rng &rng, int type, std::vector<float> &v, std::vector<uint8_t> &bits)
+{
+    const unsigned e = WG_ELEM_BYTES(type);
+    bits.resize(v.size() * e);
+    for (size_t i = 0; i < v.size(); i++) {
+        uint16_t x;
+        v[i] = RandomElement(rng, type, &x);
+        for (unsigned j = 0; j < e; j++)
+            bits[i * e + j] = (uint8_t)(x >> (8 * j));
+    }
+}
 
 const char *LayoutName(int l)
 {
     return l == K_SW128 ? "K-major 128B" : l == K_NONE ? "K-major none" : l == MN_SW128 ? "MN-major 128B" : "MN-major none";
 }
 
-void RunWgmma(int n, int bf16, int a_layout, int b_layout, int rs, int accumulate)
+void RunWgmma(int n, int type, int a_layout, int b_layout, int rs, int accumulate)
 {
-    Rng rng((uint64_t)(n * 131 + bf16 * 17 + a_layout * 5 + b_layout * 3 + rs * 7 + accumulate));
-    std::vector<float> a(64 * WG_K), b(WG_K * n), c(64 * n);
-    for (auto &x : a)
-        x = (float)rng.in(-3, 3);
-    for (auto &x : b)
-        x = (float)rng.in(-3, 3);
+    Rng rng((uint64_t)(n * 131 + type * 17 + a_layout * 5 + b_layout * 3 + rs * 7 + accumulate));
+    const int K = WG_KB / (int)WG_ELEM_BYTES(type);
+    std::vector<float> a(64 * K), b(K * n), c(64 * n);
+    std::vector<uint8_t> ah, bh; // the bits of a and b
+    RandomOperand(rng, type, a, ah);
+    RandomOperand(rng, type, b, bh);
     for (auto &x : c)
         x = (float)rng.in(-50, 50);
-    std::vector<uint16_t> ah(a.size()), bh(b.size());
-    for (size_t i = 0; i < a.size(); i++)
-        ah[i] = ToBits(a[i], bf16);
-    for (size_t i = 0; i < b.size(); i++)
-        bh[i] = ToBits(b[i], bf16);
-    DeviceBuf da(ah.size() * 2), db(bh.size() * 2), dc(c.size() * 4), dd(c.size() * 4);
+    DeviceBuf da(ah.size()), db(bh.size()), dc(c.size() * 4), dd(c.size() * 4);
     da.put(ah);
     db.put(bh);
     dc.put(c);
-    wgmma_params p = {(const uint16_t *)da.p, (const uint16_t *)db.p, (const float *)dc.p, (float *)dd.p,
-                      n, bf16, a_layout, b_layout, rs, accumulate};
-    std::string what = std::string("m64n") + std::to_string(n) + "k16 " + (bf16 ? "bf16 " : "f16 ") +
+    wgmma_params p = {(const unsigned char *)da.p, (const unsigned char *)db.p, (const float *)dc.p, (float *)dd.p,
+                      n, type, a_layout, b_layout, rs, accumulate};
+    std::string what = std::string("m64n") + std::to_string(n) +
+                       (type == WG_E4M3 ? "k32 e4m3 " : type == WG_BF16 ? "k16 bf16 " : "k16 f16 ") +
                        (rs ? "RS" : "SS A " + std::string(LayoutName(a_layout))) + ", B " + LayoutName(b_layout) +
                        ", accumulate " + std::to_string(accumulate);
     ASSERT_EQ(Launch(CKT_KERNEL_REF(wgmma_kernel), 128, WG_SMEM, &p), CKT_SUCCESS) << what << ": " << ckt_last_error();
@@ -668,8 +731,8 @@ void RunWgmma(int n, int bf16, int a_layout, int b_layout, int rs, int accumulat
     for (int m = 0; m < 64 && bad < 5; m++)
         for (int j = 0; j < n && bad < 5; j++) {
             float want = accumulate ? c[m * n + j] : 0.0f;
-            for (int k = 0; k < WG_K; k++)
-                want += a[m * WG_K + k] * b[k * n + j];
+            for (int k = 0; k < K; k++)
+                want += a[m * K + k] * b[k * n + j];
             if (d[m * n + j] != want) {
                 ADD_FAILURE() << what << ": D[" << m << "][" << j << "] = " << d[m * n + j] << ", want " << want;
                 bad++;
@@ -682,42 +745,70 @@ class Wgmma : public ::testing::TestWithParam<std::tuple<int, int>> {};
 TEST_P(Wgmma, SsBothKMajor)
 {
     SKIP_WITHOUT_HOPPER();
-    const int n = std::get<0>(GetParam()), bf16 = std::get<1>(GetParam());
+    const int n = std::get<0>(GetParam()), type = std::get<1>(GetParam());
     for (int acc = 0; acc < 2; acc++) {
-        RunWgmma(n, bf16, K_SW128, K_SW128, 0, acc);
-        RunWgmma(n, bf16, K_NONE, K_NONE, 0, acc);
+        RunWgmma(n, type, K_SW128, K_SW128, 0, acc);
+        RunWgmma(n, type, K_NONE, K_NONE, 0, acc);
     }
-    RunWgmma(n, bf16, K_SW128, K_NONE, 0, 1);
+    RunWgmma(n, type, K_SW128, K_NONE, 0, 1);
 }
 
 TEST_P(Wgmma, SsBMnMajor)
 {
     SKIP_WITHOUT_HOPPER();
-    const int n = std::get<0>(GetParam()), bf16 = std::get<1>(GetParam());
+    const int n = std::get<0>(GetParam()), type = std::get<1>(GetParam());
     for (int acc = 0; acc < 2; acc++) {
-        RunWgmma(n, bf16, K_SW128, MN_SW128, 0, acc);
-        RunWgmma(n, bf16, K_NONE, MN_NONE, 0, acc);
+        RunWgmma(n, type, K_SW128, MN_SW128, 0, acc);
+        RunWgmma(n, type, K_NONE, MN_NONE, 0, acc);
     }
 }
 
 TEST_P(Wgmma, RsAFromRegisters)
 {
     SKIP_WITHOUT_HOPPER();
-    const int n = std::get<0>(GetParam()), bf16 = std::get<1>(GetParam());
+    const int n = std::get<0>(GetParam()), type = std::get<1>(GetParam());
     for (int acc = 0; acc < 2; acc++) {
-        RunWgmma(n, bf16, K_SW128, K_SW128, 1, acc);
-        RunWgmma(n, bf16, K_SW128, MN_NONE, 1, acc);
+        RunWgmma(n, type, K_SW128, K_SW128, 1, acc);
+        RunWgmma(n, type, K_SW128, MN_NONE, 1, acc);
     }
-    RunWgmma(n, bf16, K_SW128, K_NONE, 1, 1);
-    RunWgmma(n, bf16, K_SW128, MN_SW128, 1, 0);
+    RunWgmma(n, type, K_SW128, K_NONE, 1, 1);
+    RunWgmma(n, type, K_SW128, MN_SW128, 1, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, Wgmma,
-                         ::testing::Combine(::testing::Values(64, 128, 256), ::testing::Values(1, 0)),
+                         ::testing::Combine(::testing::Values(64, 128, 256), ::testing::Values(WG_BF16, WG_F16)),
                          [](const ::testing::TestParamInfo<std::tuple<int, int>> &i) {
                              return "n" + std::to_string(std::get<0>(i.param)) +
-                                    (std::get<1>(i.param) ? "_bf16" : "_f16");
+                                    (std::get<1>(i.param) == WG_BF16 ? "_bf16" : "_f16");
                          });
+
+// e4m3 (k32): both operands K-major, A from shared memory or registers.
+class WgmmaE4m3 : public ::testing::TestWithParam<int> {};
+
+TEST_P(WgmmaE4m3, SsBothKMajor)
+{
+    SKIP_WITHOUT_HOPPER();
+    const int n = GetParam();
+    for (int acc = 0; acc < 2; acc++) {
+        RunWgmma(n, WG_E4M3, K_SW128, K_SW128, 0, acc);
+        RunWgmma(n, WG_E4M3, K_NONE, K_NONE, 0, acc);
+    }
+    RunWgmma(n, WG_E4M3, K_SW128, K_NONE, 0, 1);
+    RunWgmma(n, WG_E4M3, K_NONE, K_SW128, 0, 0);
+}
+
+TEST_P(WgmmaE4m3, RsAFromRegisters)
+{
+    SKIP_WITHOUT_HOPPER();
+    const int n = GetParam();
+    for (int acc = 0; acc < 2; acc++) {
+        RunWgmma(n, WG_E4M3, K_SW128, K_SW128, 1, acc);
+        RunWgmma(n, WG_E4M3, K_SW128, K_NONE, 1, acc);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, WgmmaE4m3, ::testing::Values(64, 128, 256),
+                         [](const ::testing::TestParamInfo<int> &i) { return "n" + std::to_string(i.param); });
 
 // >>emulator diagnostics (CPU backend: a GPU hangs or faults instead)
 #if defined(CKT_BACKEND_CPU) && defined(CKT_HAS_WGMMA)
