@@ -20,6 +20,10 @@
  *   float     ckt_f32_from_e4m3_fnuz(uint8_t b)  fp8 e4m3 FNUZ (gfx940's MFMA: bias 8,
  *                                            max 240, 0x80 NaN, no -0, no inf)
  *   uint32_t  ckt_e4m3x4_fnuz_operand(w)  four OCP bytes as FNUZ operands: -0 -> +0
+ *   uint32_t  ckt_byte_perm(x, y, sel)   CUDA's __byte_perm: byte n of the result is
+ *                                            byte (sel >> 4n) & 7 of {y:x} (x low)
+ *   void      ckt_transpose_bytes_4x4(x, w)  x[i] byte e = w[e] byte i (a 4x4 byte
+ *                                            matrix in four words; 8 prmt on NVIDIA)
  *
  * On the GPU backends the conversions use the hardware instructions; the
  * software versions (CPU, host code) give the same bits.
@@ -295,6 +299,36 @@ CKT_INLINE CKT_HOST_DEVICE float ckt_f32_from_e4m3_fnuz(uint8_t b)
 CKT_INLINE CKT_HOST_DEVICE uint32_t ckt_e4m3x4_fnuz_operand(uint32_t w)
 {
     return w & (((w & 0x7f7f7f7fu) + 0x7f7f7f7fu) | 0x7f7f7f7fu);
+}
+
+/* >>byte permutes: byte n of the result is byte (sel >> 4n) & 7 of the
+ * eight bytes {y:x} (x's bytes 0-3, y's 4-7), CUDA's __byte_perm without
+ * its sign-replicate mode; one prmt on NVIDIA devices. */
+CKT_INLINE CKT_HOST_DEVICE uint32_t ckt_byte_perm(uint32_t x, uint32_t y, uint32_t sel)
+{
+#if defined(CKT_BACKEND_NVIDIA) && defined(__CUDA_ARCH__)
+    return __byte_perm(x, y, sel);
+#else
+    const uint64_t xy = (uint64_t)x | ((uint64_t)y << 32);
+    uint32_t r = 0;
+    for (int n = 0; n < 4; n++)
+        r |= (uint32_t)((xy >> (8 * ((sel >> (4 * n)) & 7u))) & 0xffu) << (8 * n);
+    return r;
+#endif
+}
+
+/* x[i] = {w[0] byte i, w[1] byte i, w[2] byte i, w[3] byte i} (low byte
+ * first): the 4x4 byte matrix whose rows are the words w, transposed (fp8
+ * operands moved between key-major and column-major). x and w must not
+ * overlap. Eight byte permutes. */
+CKT_INLINE CKT_HOST_DEVICE void ckt_transpose_bytes_4x4(uint32_t x[4], const uint32_t w[4])
+{
+    const uint32_t t0 = ckt_byte_perm(w[0], w[1], 0x5140), t1 = ckt_byte_perm(w[0], w[1], 0x7362);
+    const uint32_t t2 = ckt_byte_perm(w[2], w[3], 0x5140), t3 = ckt_byte_perm(w[2], w[3], 0x7362);
+    x[0] = ckt_byte_perm(t0, t2, 0x5410);
+    x[1] = ckt_byte_perm(t0, t2, 0x7632);
+    x[2] = ckt_byte_perm(t1, t3, 0x5410);
+    x[3] = ckt_byte_perm(t1, t3, 0x7632);
 }
 
 #endif /* CKT_ARCH_NUMERIC_H */

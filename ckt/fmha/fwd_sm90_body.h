@@ -45,7 +45,11 @@
 #else
 #define CKT__F9_BN 64
 #endif
+#ifdef CKT_FMHA_SM90_STAGES /* a tuning knob: the K/V ring's depth */
+#define CKT__F9_STAGES CKT_FMHA_SM90_STAGES
+#else
 #define CKT__F9_STAGES 2
+#endif
 #define CKT__F9_THREADS 384
 /* Q, K: rows of CKT__FMHA_D 16-bit units in column blocks of RB bytes */
 #define CKT__F9_RB (CKT__FMHA_D >= 64 ? 128 : 64)
@@ -58,6 +62,7 @@
 #define CKT__F9_V_BYTES (CKT__F9_BN * CKT__FMHA_DV * 2)
 #define CKT__F9_R_BYTES 0
 #endif
+#define CKT__F9_STAGE_BYTES (CKT__F9_K_BYTES + CKT__F9_V_BYTES)
 #define CKT__F9_BARS (1 + 2 * CKT__F9_STAGES + 2)
 #define CKT__F9_SMEM_BYTES                                                                                         \
     ((size_t)CKT__F9_Q_BYTES + CKT__F9_STAGES * (CKT__F9_K_BYTES + CKT__F9_V_BYTES) + 2 * CKT__F9_R_BYTES +     \
@@ -235,7 +240,7 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
      * BM / BN rows apart */
 #define CKT__F9_ISSUE_S(s_acc, st)                                                                                \
     do {                                                                                                          \
-        const uint64_t dk0_ = (st) ? dk1 : dk0;                                                                   \
+        const uint64_t dk0_ = ckt_wgmma_desc_advance(dk0, (st) * CKT__F9_STAGE_BYTES);                            \
         ckt_wgmma_fence();                                                                                        \
         CKT_UNROLL                                                                                                \
         for (int ks = 0; ks < D / 16; ks++)                                                                       \
@@ -249,7 +254,7 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
      * V^T [DV][BN = 128 keys] K-major, k32 steps 32 bytes apart */
 #define CKT__F9_ISSUE_PV(pf, st)                                                                                  \
     do {                                                                                                          \
-        const uint64_t dv0_ = (st) ? dv1 : dv0;                                                                   \
+        const uint64_t dv0_ = ckt_wgmma_desc_advance(dv0, (st) * CKT__F9_STAGE_BYTES);                            \
         ckt_wgmma_fence();                                                                                        \
         CKT_UNROLL                                                                                                \
         for (int kk = 0; kk < BN / 32; kk++)                                                                      \
@@ -261,7 +266,7 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
      * [keys][DV] MN-major, 64-column blocks BN rows apart */
 #define CKT__F9_ISSUE_PV(pf, st)                                                                                  \
     do {                                                                                                          \
-        const uint64_t dv0_ = (st) ? dv1 : dv0;                                                                   \
+        const uint64_t dv0_ = ckt_wgmma_desc_advance(dv0, (st) * CKT__F9_STAGE_BYTES);                            \
         ckt_wgmma_fence();                                                                                        \
         CKT_UNROLL                                                                                                \
         for (int kk = 0; kk < BN / 16; kk++)                                                                      \
@@ -269,19 +274,15 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
         ckt_wgmma_commit();                                                                                       \
     } while (0)
 #endif
-    /* the descriptors of Q (this warpgroup's rows) and of each stage's K and
-     * V at their first element; the k-steps advance them (S == 2) */
-    CKT_STATIC_ASSERT(S == 2, "the Hopper forward keeps one descriptor per stage of two");
+    /* the descriptors of Q (this warpgroup's rows) and of stage 0's K and
+     * V at their first element; the stage and the k-steps advance them */
     const ckt_swizzle qk_sw = (ckt_swizzle)RB;
     const uint64_t dq0 = ckt_wgmma_desc(sQ + cw * 64 * RB, qk_sw, 16, 8 * RB);
     const uint64_t dk0 = ckt_wgmma_desc(CKT__F9_SK(0), qk_sw, 16, 8 * RB);
-    const uint64_t dk1 = ckt_wgmma_desc(CKT__F9_SK(1), qk_sw, 16, 8 * RB);
 #if CKT__FMHA_FP8
     const uint64_t dv0 = ckt_wgmma_desc(CKT__F9_SV(0), CKT_SWIZZLE_128B, 16, 1024);
-    const uint64_t dv1 = ckt_wgmma_desc(CKT__F9_SV(1), CKT_SWIZZLE_128B, 16, 1024);
 #else
     const uint64_t dv0 = ckt_wgmma_desc(CKT__F9_SV(0), CKT_SWIZZLE_128B, BN * 128, 1024);
-    const uint64_t dv1 = ckt_wgmma_desc(CKT__F9_SV(1), CKT_SWIZZLE_128B, BN * 128, 1024);
 #endif
 
     /* soft-cap, mask where tile n0 is cut, online softmax (ckt/fmha/softmax.h):
@@ -451,6 +452,8 @@ static inline ckt_status CKT__FMHA_FN(_sm90_run)(const ckt_fmha_fwd_args *a, ckt
 #undef CKT__F9_R_BYTES
 #undef CKT__F9_RB
 #undef CKT__F9_BARS
+#undef CKT__F9_STAGE_BYTES
+#undef CKT_FMHA_SM90_STAGES
 #undef CKT__F9_SMEM_BYTES
 #undef CKT__F9_CAT3
 #undef CKT__F9_WG

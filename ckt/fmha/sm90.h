@@ -118,32 +118,33 @@ CKT_INLINE CKT_DEVICE void ckt_fmha_sm90_load_async(unsigned char *tile, const u
 }
 
 /* fp8: vt[d][k'] <- v[key(k')][d] for d < dv, k' < 128 (ckt_e4m3_key_of's
- * order: ckt/tile/fp8.h): v the [128 keys][dv bytes] tile, rows of dv
- * bytes swizzled at dv (64 or 128); vt dv rows of 128 bytes, 128B swizzled
- * (the K-major B operand of wgmma k32), by threads nt (this one: t). A work
- * item moves the key quad {2q, 2q+1, 2q+8, 2q+9} of each 16 keys (one
- * 4-byte word of vt) for 4 columns; a warp takes 8 quads x 4 column quads,
- * so that its reads and writes hit at most 2 lanes a bank. */
+ * order: ckt/tile/fp8.h), by the nt / 32 warps of threads nt (this one: t):
+ * v the [128 keys][dv bytes] tile, rows of dv bytes swizzled at dv (64 or
+ * 128); vt dv rows of 128 bytes, 128B swizzled (the K-major B operand of
+ * wgmma k32). A warp moves 16 keys x 32 columns a step: ldmatrix.x4.trans
+ * of v as 16-bit units gives lane (g, t) keys 2t, 2t+1 (and + 8) of
+ * columns 2g, 2g+1 (and + 16); two byte permutes make vt's words of rows
+ * 2g and 2g+1 at k' = 4t .. 4t+3, which is the permuted order ({2t, 2t+1,
+ * 2t+8, 2t+9}); stmatrix.x4 writes them. */
 CKT_INLINE CKT_DEVICE void ckt_fmha_sm90_transpose_v_e4m3(unsigned char *vt, const unsigned char *v, int dv, int nt,
                                                            int t)
 {
-    const int quads = 32, cquads = dv / 4, items = quads * cquads;
+    const int lane = t % 32, m = lane / 8, r = lane % 8, steps = 8 * (dv / 32);
     const ckt_swizzle vsw = (ckt_swizzle)dv;
-    for (int item = t; item < items; item += nt) {
-        const int blk = item / 32, ln = item % 32;
-        const int kq = (blk % (quads / 8)) * 8 + ln % 8, d = 4 * ((blk / (quads / 8)) * 4 + ln / 8);
-        const int key = 16 * (kq >> 2) + 2 * (kq & 3);
-        uint32_t w[4];
-        const int keys[4] = {key, key + 1, key + 8, key + 9};
-        CKT_UNROLL
-        for (int e = 0; e < 4; e++)
-            w[e] = *(const uint32_t *)(v + ckt_swizzle_offset((uint32_t)(keys[e] * dv + d), vsw));
-        CKT_UNROLL
-        for (int i = 0; i < 4; i++) { /* vt[d + i][4 kq .. 4 kq + 3] */
-            const uint32_t x = ((w[0] >> (8 * i)) & 0xffu) | (((w[1] >> (8 * i)) & 0xffu) << 8) |
-                               (((w[2] >> (8 * i)) & 0xffu) << 16) | (((w[3] >> (8 * i)) & 0xffu) << 24);
-            *(uint32_t *)(vt + ckt_swizzle_offset((uint32_t)((d + i) * 128 + 4 * kq), CKT_SWIZZLE_128B)) = x;
-        }
+    CKT_UNROLL
+    for (int st = t / 32; st < steps; st += nt / 32) {
+        const int kb = st % 8, c0 = 32 * (st / 8); /* keys 16 kb .., columns c0 .. c0 + 31 */
+        /* matrix m: keys 16 kb + 8 (m & 1) + 0..7, columns c0 + 16 (m >> 1) + 0..15 */
+        uint32_t w[4], x[4];
+        ckt_ldmatrix_x4_trans(w, v + ckt_swizzle_offset((uint32_t)((16 * kb + 8 * (m & 1) + r) * dv + c0 + 16 * (m >> 1)), vsw));
+        x[0] = ckt_byte_perm(w[0], w[1], 0x6420); /* row c0 + 2g:      keys 2t, 2t+1, 2t+8, 2t+9 */
+        x[1] = ckt_byte_perm(w[0], w[1], 0x7531); /* row c0 + 2g + 1 */
+        x[2] = ckt_byte_perm(w[2], w[3], 0x6420); /* row c0 + 16 + 2g */
+        x[3] = ckt_byte_perm(w[2], w[3], 0x7531); /* row c0 + 16 + 2g + 1 */
+        /* matrix m: vt rows c0 + 16 (m >> 1) + 2 r + (m & 1), bytes 16 kb .. + 15 */
+        ckt_stmatrix_x4(vt + ckt_swizzle_offset((uint32_t)((c0 + 16 * (m >> 1) + 2 * r + (m & 1)) * 128 + 16 * kb),
+                                                CKT_SWIZZLE_128B),
+                        x);
     }
 }
 #endif

@@ -90,12 +90,12 @@ CKT_INLINE CKT_DEVICE void ckt_block_transpose_v_e4m3(ckt_smem_tile vt, ckt_smem
         const uint32_t w1 = *(const uint32_t *)ckt_smem_tile_ptr(v, key + 1, d / 2);
         const uint32_t w2 = *(const uint32_t *)ckt_smem_tile_ptr(v, key + 8, d / 2);
         const uint32_t w3 = *(const uint32_t *)ckt_smem_tile_ptr(v, key + 9, d / 2);
+        const uint32_t w[4] = {w0, w1, w2, w3};
+        uint32_t x[4];
+        ckt_transpose_bytes_4x4(x, w);
         CKT_UNROLL
-        for (int i = 0; i < 4; i++) { /* Vt[d + i][k' = 4 kq .. 4 kq + 3] */
-            const uint32_t x = ((w0 >> (8 * i)) & 0xffu) | (((w1 >> (8 * i)) & 0xffu) << 8) |
-                               (((w2 >> (8 * i)) & 0xffu) << 16) | (((w3 >> (8 * i)) & 0xffu) << 24);
-            *(uint32_t *)ckt_smem_tile_ptr(vt, d + i, 2 * kq) = x;
-        }
+        for (int i = 0; i < 4; i++) /* Vt[d + i][k' = 4 kq .. 4 kq + 3] */
+            *(uint32_t *)ckt_smem_tile_ptr(vt, d + i, 2 * kq) = x[i];
     }
 }
 
