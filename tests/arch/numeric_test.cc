@@ -113,4 +113,80 @@ TEST(Numeric, DeviceConversionsMatchHostBitForBit)
         ckt_rt_free(q);
 }
 
+// >>byte permutes (ckt_byte_perm: prmt on NVIDIA devices, a loop elsewhere)
+// against their definition written out: result byte n = byte s_n of the
+// eight bytes x0..x3 y0..y3; and the 4x4 byte transpose built on them.
+typedef struct perm_params {
+    const uint32_t *x, *y, *sel;
+    uint32_t *out;
+    int n;
+} perm_params;
+
+CKT_KERNEL(perm_kernel, perm_params, p)
+{
+    int i = (int)(ckt_block_idx_x() * ckt_block_dim_x() + ckt_thread_idx_x());
+    if (i < p.n)
+        p.out[i] = ckt_byte_perm(p.x[i], p.y[i], p.sel[i]);
+}
+
+uint32_t perm_by_definition(uint32_t x, uint32_t y, uint32_t sel)
+{
+    uint8_t b[8];
+    for (int k = 0; k < 4; k++) {
+        b[k] = (uint8_t)(x >> (8 * k));
+        b[4 + k] = (uint8_t)(y >> (8 * k));
+    }
+    uint32_t r = 0;
+    for (int n = 0; n < 4; n++)
+        r |= (uint32_t)b[(sel >> (4 * n)) & 7] << (8 * n);
+    return r;
+}
+
+TEST(Numeric, BytePermMatchesItsDefinitionOnHostAndDevice)
+{
+    const int n = 4096;
+    std::vector<uint32_t> x(n), y(n), sel(n), out(n);
+    ckt_rng r;
+    ckt_rng_seed(&r, 11);
+    for (int i = 0; i < n; i++) {
+        x[i] = (uint32_t)ckt_rng_u64(&r), y[i] = (uint32_t)ckt_rng_u64(&r);
+        sel[i] = (uint32_t)ckt_rng_u64(&r) & 0x7777u; // selector nibbles 0..7
+    }
+    for (uint32_t s : {0x5140u, 0x7362u, 0x5410u, 0x7632u, 0x6420u, 0x7531u}) // the ones the fp8 kernels use
+        for (int i = 0; i < 4; i++)
+            x.push_back(0x03020100u + 0x04040404u * i), y.push_back(0x07060504u + 0x04040404u * i), sel.push_back(s);
+    const int m = (int)x.size();
+    out.resize(m);
+    for (int i = 0; i < m; i++)
+        ASSERT_EQ(ckt_byte_perm(x[i], y[i], sel[i]), perm_by_definition(x[i], y[i], sel[i])) << std::hex << sel[i];
+    void *dx, *dy, *ds, *dout;
+    ASSERT_EQ(ckt_rt_malloc(&dx, m * 4), CKT_SUCCESS);
+    ASSERT_EQ(ckt_rt_malloc(&dy, m * 4), CKT_SUCCESS);
+    ASSERT_EQ(ckt_rt_malloc(&ds, m * 4), CKT_SUCCESS);
+    ASSERT_EQ(ckt_rt_malloc(&dout, m * 4), CKT_SUCCESS);
+    ASSERT_EQ(ckt_rt_memcpy(dx, x.data(), m * 4, CKT_H2D), CKT_SUCCESS);
+    ASSERT_EQ(ckt_rt_memcpy(dy, y.data(), m * 4, CKT_H2D), CKT_SUCCESS);
+    ASSERT_EQ(ckt_rt_memcpy(ds, sel.data(), m * 4, CKT_H2D), CKT_SUCCESS);
+    perm_params p = {(const uint32_t *)dx, (const uint32_t *)dy, (const uint32_t *)ds, (uint32_t *)dout, m};
+    ASSERT_EQ(ckt_rt_launch(CKT_KERNEL_REF(perm_kernel), ckt_dim3_make((m + 127) / 128, 1, 1), ckt_dim3_make(128, 1, 1),
+                            0, NULL, &p),
+              CKT_SUCCESS)
+        << ckt_last_error();
+    ASSERT_EQ(ckt_rt_memcpy(out.data(), dout, m * 4, CKT_D2H), CKT_SUCCESS);
+    for (int i = 0; i < m; i++)
+        ASSERT_EQ(out[i], perm_by_definition(x[i], y[i], sel[i])) << i << " sel " << std::hex << sel[i];
+    for (void *q : {dx, dy, ds, dout})
+        ckt_rt_free(q);
+}
+
+TEST(Numeric, TransposeBytes4x4)
+{
+    const uint32_t w[4] = {0x03020100u, 0x13121110u, 0x23222120u, 0x33323130u}; // byte e of w[i] = 16 i + e
+    uint32_t x[4];
+    ckt_transpose_bytes_4x4(x, w);
+    for (int i = 0; i < 4; i++)
+        for (int e = 0; e < 4; e++)
+            EXPECT_EQ((x[i] >> (8 * e)) & 0xffu, 16u * e + i) << i << " " << e;
+}
+
 } // namespace
