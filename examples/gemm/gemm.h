@@ -209,10 +209,13 @@ CKT_KERNEL_BOUNDS(gemm_nt_bf16, gemm_params, p, GEMM_THREADS) { gemm_block(&p, 1
 #endif /* CKT_HAS_MMA_SYNC || CKT_HAS_MFMA */
 
 /* >>host launcher
- * gemm_run(&p, b_nk, dtype, stream): validates p and launches. dtype is CKT_F16
- * or CKT_BF16; b_nk = 1 when B is stored [N][K]. */
-static inline ckt_status gemm_run(const gemm_params *p, int b_nk, ckt_dtype dtype, ckt_stream stream)
+ * gemm_check_args(p, b_nk, dtype, &empty): the checks every launcher of
+ * this contract makes (gemm_run, gemm_sm90_run): a status naming the bad
+ * argument, or CKT_SUCCESS with empty = 1 when there is nothing to compute
+ * (m or n is 0). */
+static inline ckt_status gemm_check_args(const gemm_params *p, int b_nk, ckt_dtype dtype, int *empty)
 {
+    *empty = 0;
     if (!p)
         return ckt__fail(CKT_ERROR_NULL_POINTER, "gemm: params is NULL");
     if (p->m < 0 || p->n < 0 || p->k < 0)
@@ -220,8 +223,10 @@ static inline ckt_status gemm_run(const gemm_params *p, int b_nk, ckt_dtype dtyp
                          (long long)p->m, (long long)p->n, (long long)p->k);
     if (dtype != CKT_F16 && dtype != CKT_BF16)
         return ckt__fail(CKT_ERROR_UNSUPPORTED, "gemm: dtype %s (fp16 or bf16)", ckt_dtype_name(dtype));
-    if (p->m == 0 || p->n == 0)
+    if (p->m == 0 || p->n == 0) {
+        *empty = 1;
         return CKT_SUCCESS;
+    }
     if (!p->c || (p->k > 0 && (!p->a || !p->b)))
         return ckt__fail(CKT_ERROR_NULL_POINTER, "gemm: %s is NULL", !p->c ? "c" : !p->a ? "a" : "b");
     if (p->lda < p->k || p->ldb < (b_nk ? p->k : p->n) || p->ldc < p->n)
@@ -233,6 +238,17 @@ static inline ckt_status gemm_run(const gemm_params *p, int b_nk, ckt_dtype dtyp
                          (uintptr_t)p->a % 16 ? "a" : (uintptr_t)p->b % 16 ? "b" : p->lda % 8 ? "lda" : "ldb");
     if ((uintptr_t)p->c % 4 != 0)
         return ckt__fail(CKT_ERROR_MISALIGNED, "gemm: c must be 4-byte aligned");
+    return CKT_SUCCESS;
+}
+
+/* gemm_run(&p, b_nk, dtype, stream): validates p and launches. dtype is CKT_F16
+ * or CKT_BF16; b_nk = 1 when B is stored [N][K]. */
+static inline ckt_status gemm_run(const gemm_params *p, int b_nk, ckt_dtype dtype, ckt_stream stream)
+{
+    int empty;
+    ckt_status st = gemm_check_args(p, b_nk, dtype, &empty);
+    if (st != CKT_SUCCESS || empty)
+        return st;
     if (CKT_CEIL_DIV(p->m, (int64_t)GEMM_BM) > 65535)
         return ckt__fail(CKT_ERROR_UNSUPPORTED, "gemm: m=%lld exceeds %d", (long long)p->m, 65535 * GEMM_BM);
 #if defined(CKT_HAS_MMA_SYNC) || defined(CKT_HAS_MFMA)

@@ -218,30 +218,18 @@ static inline int gemm_sm90_supported(void)
 #endif
 }
 
-/* gemm.h's gemm_run contract (same checks), on the Hopper kernels. */
+/* gemm.h's gemm_run contract (its checks: gemm_check_args), on the Hopper
+ * kernels. */
 static inline ckt_status gemm_sm90_run(const gemm_params *p, int b_nk, ckt_dtype dtype, ckt_stream stream)
 {
     if (!p)
         return ckt__fail(CKT_ERROR_NULL_POINTER, "gemm: params is NULL");
     if (!gemm_sm90_supported())
         return ckt__fail(CKT_ERROR_UNSUPPORTED, "gemm: the wgmma path needs an sm_90 device (or the emulator's nv profile)");
-    if (p->m < 0 || p->n < 0 || p->k < 0)
-        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "gemm: negative size m=%lld n=%lld k=%lld", (long long)p->m,
-                         (long long)p->n, (long long)p->k);
-    if (dtype != CKT_F16 && dtype != CKT_BF16)
-        return ckt__fail(CKT_ERROR_UNSUPPORTED, "gemm: dtype %s (fp16 or bf16)", ckt_dtype_name(dtype));
-    if (p->m == 0 || p->n == 0)
-        return CKT_SUCCESS;
-    if (!p->c || (p->k > 0 && (!p->a || !p->b)))
-        return ckt__fail(CKT_ERROR_NULL_POINTER, "gemm: %s is NULL", !p->c ? "c" : !p->a ? "a" : "b");
-    if (p->lda < p->k || p->ldb < (b_nk ? p->k : p->n) || p->ldc < p->n)
-        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "gemm: %s too small",
-                         p->lda < p->k ? "lda" : p->ldc < p->n ? "ldc" : "ldb");
-    if (((uintptr_t)p->a | (uintptr_t)p->b) % 16 != 0 || p->lda % 8 != 0 || p->ldb % 8 != 0)
-        return ckt__fail(CKT_ERROR_MISALIGNED, "gemm: %s must be 16-byte aligned / a multiple of 8 elements",
-                         (uintptr_t)p->a % 16 ? "a" : (uintptr_t)p->b % 16 ? "b" : p->lda % 8 ? "lda" : "ldb");
-    if ((uintptr_t)p->c % 4 != 0)
-        return ckt__fail(CKT_ERROR_MISALIGNED, "gemm: c must be 4-byte aligned");
+    int empty;
+    ckt_status st = gemm_check_args(p, b_nk, dtype, &empty);
+    if (st != CKT_SUCCESS || empty)
+        return st;
     if (p->m > INT32_MAX || p->n > INT32_MAX || p->k > INT32_MAX)
         return ckt__fail(CKT_ERROR_UNSUPPORTED, "gemm: sizes past 2^31-1 (TMA coordinates are 32-bit)");
 #if defined(G9_HAS_KERNELS)
@@ -269,7 +257,7 @@ static inline ckt_status gemm_sm90_run(const gemm_params *p, int b_nk, ckt_dtype
     if (blocks > INT32_MAX)
         return ckt__fail(CKT_ERROR_UNSUPPORTED, "gemm: %lld tiles exceed the grid", blocks);
     ckt_device_props props;
-    ckt_status st = ckt_rt_device_props(&props);
+    st = ckt_rt_device_props(&props);
     if (st != CKT_SUCCESS)
         return st;
     /* persistent: one block per multiprocessor at most, each walking tiles grid apart */
