@@ -425,10 +425,9 @@ static inline ckt_status CKT__FMHA_FN(_sm90_run)(const ckt_fmha_fwd_args *a, ckt
 #elif defined(CKT_HAS_WGMMA)
     binary_version = 90;
 #endif
-    /* preferred from head dim 128: at d64 it is no faster than the
-     * mma.sync kernel yet, slower for short causal calls (H100: 0.82-0.89x
-     * FlashAttention-2 at s 1k-2k, docs/fmha.md#hopper) */
-    if (!ckt_fmha_sm90_wanted(binary_version, CKT__FMHA_FP8 || CKT__FMHA_D >= 128))
+    /* preferred for fp8 and from head dim 128; at d64 from 2048 keys (at
+     * 1024 causal the mma.sync kernel is still faster: docs/fmha.md#hopper) */
+    if (!ckt_fmha_sm90_wanted(binary_version, CKT__FMHA_FP8 || CKT__FMHA_D >= 128 || a->seqlen_k >= 2048))
         return CKT_SUCCESS;
     ckt_fmha_sm90_params p;
     memset(&p, 0, sizeof p);

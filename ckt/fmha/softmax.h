@@ -50,6 +50,19 @@
 
 #if defined(CKT_HAS_MMA_SYNC) || defined(CKT_HAS_MFMA)
 
+/* Independent dependency chains of a lane's row max and row sum in
+ * ckt_fmha_softmax_update (a tuning knob; 1 is the plain serial loop). Two
+ * on mma.sync / wgmma: the Hopper kernel's d64 went 307 -> 377 TFLOPS (H100,
+ * b4 h32 s4096), d128 and the mma.sync kernel unchanged (docs/fmha.md#hopper);
+ * one on MFMA (its registers as they were: no scratch). */
+#ifndef CKT_FMHA_SOFTMAX_CHAINS
+#if defined(CKT_HAS_MFMA)
+#define CKT_FMHA_SOFTMAX_CHAINS 1
+#else
+#define CKT_FMHA_SOFTMAX_CHAINS 2
+#endif
+#endif
+
 /* >>rows: the query rows of a lane's accumulator registers */
 
 /* The most row slots a lane holds (per-row scratch arrays are this long; the
@@ -226,36 +239,49 @@ CKT_INLINE CKT_DEVICE void ckt_fmha_softmax_init(float *row_m, float *row_l, int
 CKT_INLINE CKT_DEVICE int ckt_fmha_softmax_update(float *corr, float *s, float *row_m, float *row_l, int wm, int bn,
                                                   float to_log2)
 {
-    enum { R_MAX = CKT_FMHA_ROW_SLOTS_MAX };
-    float mx[R_MAX], m_use[R_MAX], sum[R_MAX];
-    /* row max over the lane's elements, then over the lanes of the row */
+    enum { R_MAX = CKT_FMHA_ROW_SLOTS_MAX, CH = CKT_FMHA_SOFTMAX_CHAINS };
+    float mx[R_MAX][CH], m_use[R_MAX], sum[R_MAX][CH];
+    /* row max over the lane's elements in CH independent chains (register
+     * i in chain (i / 4) % CH: short dependency chains, which the warps of
+     * a scheduler cannot hide otherwise), then over the lanes of the row */
     CKT_UNROLL
     for (int r = 0; r < CKT_FMHA_ROW_SLOTS(wm); r++)
-        mx[r] = -INFINITY;
+        CKT_UNROLL
+        for (int c = 0; c < CH; c++)
+            mx[r][c] = -INFINITY, sum[r][c] = 0.0f;
     CKT_UNROLL
     for (int i = 0; i < CKT_WARP_ACC_REGS(wm, bn); i++)
-        mx[ckt_fmha_acc_slot(i, bn)] = fmaxf(mx[ckt_fmha_acc_slot(i, bn)], s[i]);
+        mx[ckt_fmha_acc_slot(i, bn)][(i >> 2) % CH] = fmaxf(mx[ckt_fmha_acc_slot(i, bn)][(i >> 2) % CH], s[i]);
     CKT_UNROLL
     for (int r = 0; r < CKT_FMHA_ROW_SLOTS(wm); r++) {
-        mx[r] = ckt_fmha_row_max(mx[r]);
-        const float m_new = fmaxf(row_m[r], mx[r] * to_log2);
+        float m = mx[r][0];
+        CKT_UNROLL
+        for (int c = 1; c < CH; c++)
+            m = fmaxf(m, mx[r][c]);
+        m = ckt_fmha_row_max(m);
+        const float m_new = fmaxf(row_m[r], m * to_log2);
         /* a row with nothing visible yet keeps m = -inf: subtract 0 there */
         m_use[r] = m_new == -INFINITY ? 0.0f : m_new;
         corr[r] = ckt_exp2f_fast(row_m[r] - m_use[r]);
         row_m[r] = m_new;
-        sum[r] = 0.0f;
     }
-    /* P = exp2(S * f - m): the scale rides in the FMA */
+    /* P = exp2(S * f - m): the scale rides in the FMA; the sums in CH
+     * chains too, added in a fixed order */
     CKT_UNROLL
     for (int i = 0; i < CKT_WARP_ACC_REGS(wm, bn); i++) {
         const float p = ckt_exp2f_fast(fmaf(s[i], to_log2, -m_use[ckt_fmha_acc_slot(i, bn)]));
         s[i] = p;
-        sum[ckt_fmha_acc_slot(i, bn)] += p;
+        sum[ckt_fmha_acc_slot(i, bn)][(i >> 2) % CH] += p;
     }
+    CKT_UNROLL
+    for (int r = 0; r < CKT_FMHA_ROW_SLOTS(wm); r++)
+        CKT_UNROLL
+        for (int c = 1; c < CH; c++)
+            sum[r][0] += sum[r][c];
     int grew = 0;
     CKT_UNROLL
     for (int r = 0; r < CKT_FMHA_ROW_SLOTS(wm); r++) {
-        row_l[r] = row_l[r] * corr[r] + sum[r];
+        row_l[r] = row_l[r] * corr[r] + sum[r][0];
         grew |= corr[r] != 1.0f;
     }
     return grew;
