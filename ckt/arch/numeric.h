@@ -303,11 +303,12 @@ CKT_INLINE CKT_HOST_DEVICE uint32_t ckt_e4m3x4_fnuz_operand(uint32_t w)
 
 /* >>byte permutes: byte n of the result is byte (sel >> 4n) & 7 of the
  * eight bytes {y:x} (x's bytes 0-3, y's 4-7), CUDA's __byte_perm without
- * its sign-replicate mode; one prmt on NVIDIA devices. */
+ * its sign-replicate mode (bit 3 of each nibble is ignored, on every
+ * backend); one prmt on NVIDIA devices. */
 CKT_INLINE CKT_HOST_DEVICE uint32_t ckt_byte_perm(uint32_t x, uint32_t y, uint32_t sel)
 {
 #if defined(CKT_BACKEND_NVIDIA) && defined(__CUDA_ARCH__)
-    return __byte_perm(x, y, sel);
+    return __byte_perm(x, y, sel & 0x7777u); /* no sign replication: the host's bytes */
 #else
     const uint64_t xy = (uint64_t)x | ((uint64_t)y << 32);
     uint32_t r = 0;

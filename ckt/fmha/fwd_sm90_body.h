@@ -1,8 +1,9 @@
 /* ckt/fmha/fwd_sm90_body.h — the forward on Hopper's instructions, a
  * fragment of ckt/fmha/fwd_body.h (included there once per instance whose
- * head dims are multiples of 64 up to 256, 16-bit inputs, unpacked).
- * Defines NAME_sm90_kernel and NAME_sm90_run (the instance's launcher calls
- * it first; it declines calls the kernel does not take).
+ * head dims are multiples of 64 up to 256 with 16-bit inputs, or 64 / 128
+ * with fp8 ones; unpacked). Defines NAME_sm90_kernel and NAME_sm90_run (the
+ * instance's launcher calls it first; it declines calls the kernel does not
+ * take).
  *
  * The same algorithm and shared modules as the mma.sync kernel (mask,
  * online softmax, soft-cap, sinks, epilogue: a wgmma accumulator's warp
@@ -10,13 +11,15 @@
  * structure:
  *
  *   block of 128 query rows, 384 threads = 3 warpgroups
- *     warpgroup 0, producer: Q once, then K_j, V_j into a 2-stage ring
- *       (TMA 4-D tiles when the tensors allow, else cp.async by its 128
- *       threads), each stage announced on full[s], reused after empty[s];
+ *     warpgroup 0, producer: Q once, then K_j, V_j into a ring of
+ *       CKT_FMHA_SM90_STAGES (2) stages (TMA 4-D tiles when the tensors
+ *       allow, else cp.async by its 128 threads), each stage announced on
+ *       full[s], reused after empty[s];
  *     warpgroups 1, 2, consumers: 64 query rows each;
- *       S = Q K_j^T        wgmma m64nBNk16, Q and K from shared memory
+ *       S = Q K_j^T        wgmma m64nBNk16 (fp8: k32), Q and K from shared memory
  *       soft-cap, mask, m, l, P    ckt/fmha/softmax.h on the registers
- *       O = O corr + P V_j  wgmma m64nDVk16, P from registers, V MN-major
+ *       O = O corr + P V_j  wgmma m64nDVk16 (fp8: k32), P from registers,
+ *                           V MN-major (fp8: V^T K-major)
  *   epilogue straight from the registers (ckt/fmha/epilogue.h).
  *
  * fp8 instances (e4m3 Q, K, V; head dims 64 and 128): wgmma k32 e4m3, both
@@ -68,9 +71,10 @@
     ((size_t)CKT__F9_Q_BYTES + CKT__F9_STAGES * (CKT__F9_K_BYTES + CKT__F9_V_BYTES) + 2 * CKT__F9_R_BYTES +     \
      8 * CKT__F9_BARS + 1024)
 CKT_STATIC_ASSERT(CKT__F9_SMEM_BYTES <= 227 * 1024, "the Hopper forward's shared memory exceeds 227 KiB");
-CKT_STATIC_ASSERT(!CKT__FMHA_FP8 || ((CKT__FMHA_D == 32 || CKT__FMHA_D == 64) &&
-                                     (CKT__FMHA_DV == 64 || CKT__FMHA_DV == 128)),
-                  "the Hopper forward takes fp8 head dims 64 and 128");
+CKT_STATIC_ASSERT(!CKT__FMHA_FP8 || (CKT__FMHA_D * 2 == CKT__FMHA_DV && (CKT__FMHA_DV == 64 || CKT__FMHA_DV == 128)),
+                  "the Hopper forward takes fp8 head dims 64 and 128 (d == d_v)");
+CKT_STATIC_ASSERT(CKT__F9_STAGES >= 2, "the Hopper forward's K/V ring needs 2 stages or more (a consumer releases "
+                  "tile j's stage after waiting for tile j + 1's)");
 
 /* wgmma of N columns, f16 or bf16: the element type is an enum constant,
  * which the preprocessor cannot compare, so both are named and the

@@ -3,11 +3,12 @@
  * of Q, K and V, the swizzled cp.async tile load used where TMA cannot
  * address the tensors, and the run-time choice of the path.
  *
- * Shared tiles hold rows of RB = 128 bytes (64 16-bit elements) per column
- * block, swizzled at that width (ckt/arch/hopper.h): a [rows][D] tile is
- * D / 64 blocks of rows x 128 bytes, block c at c * rows * 128. fp8 tiles
- * (rows of 16-bit units, two e4m3 each, as the mma.sync kernel's) whose
- * rows are 64 bytes use RB = 64 and the 64B swizzle.
+ * Shared tiles hold rows of RB bytes per column block, swizzled at that
+ * width (ckt/arch/hopper.h): a [rows][D] tile of 16-bit units is
+ * 2 D / RB blocks of rows x RB bytes, block c at c * rows * RB. RB = 128
+ * (64 elements) for 16-bit inputs and fp8 d128; fp8 tiles (rows of 16-bit
+ * units, two e4m3 each, as the mma.sync kernel's) of 64-byte rows (d64)
+ * take RB = 64 and the 64B swizzle.
  *
  * fp8's P V needs V^T K-major (wgmma takes 8-bit operands K-major only):
  * the producer transposes each V tile in shared memory, in the permuted key

@@ -62,6 +62,7 @@
 #define CKT_FMHA_SOFTMAX_CHAINS 2
 #endif
 #endif
+CKT_STATIC_ASSERT(CKT_FMHA_SOFTMAX_CHAINS >= 1, "CKT_FMHA_SOFTMAX_CHAINS: 1 or more");
 
 /* >>rows: the query rows of a lane's accumulator registers */
 
