@@ -439,6 +439,13 @@ static inline ckt_status CKT__FMHA_FN(_sm90_run)(const ckt_fmha_fwd_args *a, ckt
     p.tma = !ckt_fmha_sm90_no_tma() &&
             (CKT__FMHA_FP8 ? ckt_fmha_sm90_maps(&p, a, CKT__F9_BM, CKT__F9_BN, CKT__F9_RB / 2, a->hdim_v / 2, CKT__FMHA_DV / 2)
                            : ckt_fmha_sm90_maps(&p, a, CKT__F9_BM, CKT__F9_BN, 64, a->hdim_v, 64));
+    /* 16-bit calls TMA cannot load (group mode, per-entry lengths) run
+     * faster on the mma.sync kernel than with the cp.async producer (H100,
+     * causal d128 with seqlen_k_ptr: 0.994 against 0.907 ms at b4 s4096,
+     * 3.47 against 3.24 at b1 s16k; docs/fmha.md#hopper); fp8's cp.async
+     * path still beats mma.sync fp8. CKT_FMHA_SM90=1 takes it anyway. */
+    if (!p.tma && !CKT__FMHA_FP8 && !ckt_fmha_sm90_forced())
+        return CKT_SUCCESS;
     *ran = 1;
     return ckt_rt_launch(CKT_KERNEL_REF(CKT__FMHA_FN(_sm90_kernel)),
                          ckt_fmha_fwd_grid(a->batch, a->nhead_q, a->seqlen_q, CKT__F9_BM, 1),

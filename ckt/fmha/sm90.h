@@ -76,12 +76,18 @@ static inline int ckt_fmha_sm90_maps(ckt_fmha_sm90_params *p, const ckt_fmha_fwd
  * environment says CKT_FMHA_FORCE_SM80=1; on the emulator's nv profile only
  * when CKT_FMHA_SM90=1 (the tests run it so; the mma.sync kernel stays the
  * emulator's default). */
+static inline int ckt_fmha_sm90_forced(void)
+{
+    const char *on = getenv("CKT_FMHA_SM90");
+    return on && strcmp(on, "1") == 0;
+}
+
 static inline int ckt_fmha_sm90_wanted(int binary_version, int preferred)
 {
-    const char *force = getenv("CKT_FMHA_FORCE_SM80"), *on = getenv("CKT_FMHA_SM90");
+    const char *force = getenv("CKT_FMHA_FORCE_SM80");
     if (force && strcmp(force, "1") == 0)
         return 0;
-    const int forced = on && strcmp(on, "1") == 0;
+    const int forced = ckt_fmha_sm90_forced();
 #if defined(CKT_BACKEND_CPU)
     (void)binary_version;
     (void)preferred;
@@ -91,6 +97,8 @@ static inline int ckt_fmha_sm90_wanted(int binary_version, int preferred)
 #endif
 }
 
+/* CKT_FMHA_SM90=1: the Hopper kernel for every call it can take (tests,
+ * comparisons), also where it is not the faster kernel. */
 /* CKT_FMHA_SM90_NO_TMA=1: the producer loads with cp.async even where TMA
  * could (for tests of that path on batch-mode calls). */
 static inline int ckt_fmha_sm90_no_tma(void)
