@@ -13,62 +13,38 @@ TYPES = (("bf16", "bf16"), ("f16", "f16"))
 
 
 def wrapper(n, ty, rs, bmn):
+    """One wrapper: ty bf16 / f16 (k16; tnsp immediates: bmn = B MN-major)
+    or e4m3 (k32, both operands K-major: 8-bit types take no transpose
+    immediates, and there is no _bmn). A from registers (rs: mma.sync's A
+    fragment of the warp's rows, m16n8k16 or m16n8k32) or shared memory."""
     regs = n // 2
-    name = "ckt_wgmma_m64n%dk16_%s_%s%s" % (n, ty, "rs" if rs else "ss", "_bmn" if bmn else "")
+    k = 32 if ty == "e4m3" else 16
+    name = "ckt_wgmma_m64n%dk%d_%s_%s%s" % (n, k, ty, "rs" if rs else "ss", "_bmn" if bmn else "")
     dlist = ",".join("%%%d" % i for i in range(regs))
     if rs:
         a_sig = "const uint32_t a[4]"
         a_ops = "{%%%d,%%%d,%%%d,%%%d}" % (regs, regs + 1, regs + 2, regs + 3)
         nxt = regs + 4
         a_in = '"r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), '
-        imm = "1, 1, %d" % bmn  # scale-a, scale-b, tnsp-b
+        tnsp = ", %d" % bmn  # tnsp-b
     else:
         a_sig = "uint64_t desc_a"
         a_ops = "%%%d" % regs
         nxt = regs + 1
         a_in = '"l"(desc_a), '
-        imm = "1, 1, 0, %d" % bmn  # scale-a, scale-b, tnsp-a, tnsp-b
+        tnsp = ", 0, %d" % bmn  # tnsp-a, tnsp-b
+    imm = "1, 1" + ("" if k == 32 else tnsp)  # scale-a, scale-b[, transposes]
     b_op, p_op = "%%%d" % nxt, "%%%d" % (nxt + 1)
     outs = ", ".join('"+f"(d[%d])' % i for i in range(regs))
     return (
         "CKT_INLINE CKT_DEVICE void %s(float d[%d], %s, uint64_t desc_b, int accumulate)\n"
         "{\n"
         "    asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %s, 0;\\n\"\n"
-        "                 \"wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s \"\n"
+        "                 \"wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s \"\n"
         "                 \"{%s}, %s, %s, p, %s;\\n}\\n\"\n"
         "                 : %s\n"
         "                 : %s\"l\"(desc_b), \"r\"(accumulate));\n"
-        "}\n" % (name, regs, a_sig, p_op, n, ty, ty, dlist, a_ops, b_op, imm, outs, a_in))
-
-
-def wrapper_e4m3(n, rs):
-    """m64nNk32 e4m3 x e4m3 -> f32: both operands K-major (8-bit types take
-    no transpose), A from registers (rs: mma.sync m16n8k32's A fragment per
-    warp) or shared memory."""
-    regs = n // 2
-    name = "ckt_wgmma_m64n%dk32_e4m3_%s" % (n, "rs" if rs else "ss")
-    dlist = ",".join("%%%d" % i for i in range(regs))
-    if rs:
-        a_sig = "const uint32_t a[4]"
-        a_ops = "{%%%d,%%%d,%%%d,%%%d}" % (regs, regs + 1, regs + 2, regs + 3)
-        nxt = regs + 4
-        a_in = '"r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), '
-    else:
-        a_sig = "uint64_t desc_a"
-        a_ops = "%%%d" % regs
-        nxt = regs + 1
-        a_in = '"l"(desc_a), '
-    b_op, p_op = "%%%d" % nxt, "%%%d" % (nxt + 1)
-    outs = ", ".join('"+f"(d[%d])' % i for i in range(regs))
-    return (
-        "CKT_INLINE CKT_DEVICE void %s(float d[%d], %s, uint64_t desc_b, int accumulate)\n"
-        "{\n"
-        "    asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %s, 0;\\n\"\n"
-        "                 \"wgmma.mma_async.sync.aligned.m64n%dk32.f32.e4m3.e4m3 \"\n"
-        "                 \"{%s}, %s, %s, p, 1, 1;\\n}\\n\"\n"
-        "                 : %s\n"
-        "                 : %s\"l\"(desc_b), \"r\"(accumulate));\n"
-        "}\n" % (name, regs, a_sig, p_op, n, dlist, a_ops, b_op, outs, a_in))
+        "}\n" % (name, regs, a_sig, p_op, n, k, ty, ty, dlist, a_ops, b_op, imm, outs, a_in))
 
 
 def main():
@@ -89,7 +65,7 @@ def main():
                     print(wrapper(n, ty, rs, bmn))
     for n in NS:
         for rs in (0, 1):
-            print(wrapper_e4m3(n, rs))
+            print(wrapper(n, "e4m3", rs, 0))
     print("#endif /* sm_90a device pass */")
     print("#endif /* CKT_ARCH_NVIDIA_WGMMA_H */")
 
