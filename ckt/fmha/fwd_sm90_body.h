@@ -29,8 +29,11 @@
  * (ckt_warp_acc_to_a_e4m3); the scales as the mma.sync kernel's
  * (ckt/fmha/fp8.h). Key tiles of 128.
  *
- * Taken for calls without bias, ALiBi, dropout, KV cache or split-KV (the
- * mma.sync kernel runs those). docs/fmha.md#hopper.
+ * Taken for calls without bias, ALiBi, dropout or split-KV (the mma.sync
+ * kernel runs those); 16-bit instances with the KV cache also take
+ * cache_batch_idx and paged pools whose page size has a multiple of 8 rows
+ * in common with the key tile (TMA copies of page runs; ragged tiles by
+ * cp.async: ckt/fmha/sm90.h). docs/fmha.md#hopper.
  */
 #if !defined(CKT__FMHA_FN)
 #error "ckt/fmha/fwd_sm90_body.h: a fragment of ckt/fmha/fwd_body.h"
@@ -124,15 +127,25 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
                                                  a->seqlen_k_ptr, a->seqlen_q, a->seqlen_k, b);
     if (m0 >= sq.sq)
         return;
-    const ckt_fmha_mask_params mask = ckt_fmha_mask_make(a->mask, a->window_left, a->window_right, sq.sq, sq.sk);
+    /* the keys: contiguous, through cache_batch_idx, or paged (ckt/fmha/page.h) */
+    const ckt_fmha_paging pg = CKT_FMHA_PAGING(*a);
+    ckt_fmha_kv kv = ckt_fmha_kv_resolve(&pg, sq.sk, b);
+    if (!CKT__FMHA_KVC) { /* an instance without the KV cache: the plain tensors */
+        kv.ids = 0;
+        kv.cb = b;
+        kv.sk = sq.sk;
+    }
+    const ckt_fmha_mask_params mask = ckt_fmha_mask_make(a->mask, a->window_left, a->window_right, sq.sq, kv.sk);
     int n_lo, n_hi, full_lo, full_hi;
     ckt_fmha_mask_key_range(&mask, m0, BM, &n_lo, &n_hi);
     ckt_fmha_mask_full_keys(&mask, m0, BM, BN, &full_lo, &full_hi);
     n_lo = n_lo / BN * BN;
     const int nblocks = n_hi > n_lo ? CKT_CEIL_DIV(n_hi - n_lo, BN) : 0;
+    /* Q, O: the entry's rows; K, V: the entry's (cache entry kv.cb's), or a
+     * paged pool at head hk */
     const uint16_t *qp = (const uint16_t *)a->q + ckt_fmha_row_offset(a->group_mode, b, h, sq.q_start, a->q_stride_b, a->q_stride_h, a->q_stride_s);
-    const uint16_t *kp = (const uint16_t *)a->k + ckt_fmha_row_offset(a->group_mode, b, hk, sq.k_start, a->k_stride_b, a->k_stride_h, a->k_stride_s);
-    const uint16_t *vp = (const uint16_t *)a->v + ckt_fmha_row_offset(a->group_mode, b, hk, sq.k_start, a->v_stride_b, a->v_stride_h, a->v_stride_s);
+    const uint16_t *kp = (const uint16_t *)a->k + (kv.ids ? hk * a->k_stride_h : ckt_fmha_row_offset(a->group_mode, kv.cb, hk, sq.k_start, a->k_stride_b, a->k_stride_h, a->k_stride_s));
+    const uint16_t *vp = (const uint16_t *)a->v + (kv.ids ? hk * a->v_stride_h : ckt_fmha_row_offset(a->group_mode, kv.cb, hk, sq.k_start, a->v_stride_b, a->v_stride_h, a->v_stride_s));
     /* V's row in 16-bit units (fp8: two bytes each) */
     const int v_cols = FP8 ? a->hdim_v / 2 : a->hdim_v, DVU = FP8 ? DV / 2 : DV;
 
@@ -151,23 +164,64 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
     }
     ckt_block_sync();
 
+    /* the producer's 128 threads' cp.async copies landed (each fences them
+     * for wgmma's proxy): thread 0 completes bar's phase (count 1) */
+#define CKT__F9_ANNOUNCE(bar)                                                                                     \
+    do {                                                                                                          \
+        ckt_cp_async_commit();                                                                                    \
+        ckt_cp_async_wait_all();                                                                                  \
+        ckt_fence_proxy_async();                                                                                  \
+        ckt_named_barrier_sync(3, 128);                                                                           \
+        if (tid == 0)                                                                                             \
+            ckt_mbar_arrive(bar);                                                                                 \
+    } while (0)
     if (wg == 0) { /* >>producer */
         ckt_setmaxnreg_dec(40);
         if (p.tma && !FP8) {
-            if (tid != 0)
+            /* thread 0 issues the TMA copies; with ragged calls (not p.exact)
+             * the 128 threads copy with cp.async what TMA cannot (a tile
+             * past the entry's end, a bad page id) and thread 0 announces it */
+            if (p.exact && tid != 0)
                 return;
-            ckt_mbar_arrive_expect_tx(qbar, CKT__F9_Q_BYTES);
-            for (int c = 0; c < D / 64; c++)
-                ckt_tma_load_4d(sQ + c * BM * 128, &p.tq, 64 * c, m0, h, b, qbar);
+            if (p.exact || m0 + BM <= sq.sq) {
+                if (tid == 0) {
+                    ckt_mbar_arrive_expect_tx(qbar, CKT__F9_Q_BYTES);
+                    for (int c = 0; c < D / 64; c++)
+                        ckt_tma_load_4d(sQ + c * BM * 128, &p.tq, 64 * c, a->group_mode ? sq.q_start + m0 : m0, h,
+                                        a->group_mode ? 0 : b, qbar);
+                }
+            } else {
+                ckt_fmha_sm90_load_async(sQ, qp, a->q_stride_s, m0, sq.sq, a->hdim_q, BM, D, 128, 128, tid);
+                CKT__F9_ANNOUNCE(qbar);
+            }
+            const int kv_row0 = kv.ids || !a->group_mode ? 0 : sq.k_start, kv_entry = a->group_mode ? 0 : kv.cb;
             for (int j = 0; j < nblocks; j++) {
                 const int s = j % S, n0 = n_lo + j * BN;
                 if (j >= S)
                     ckt_mbar_wait(&empty[s], (unsigned)((j / S - 1) & 1));
-                ckt_mbar_arrive_expect_tx(&full[s], CKT__F9_K_BYTES + CKT__F9_V_BYTES);
-                for (int c = 0; c < D / 64; c++)
-                    ckt_tma_load_4d(CKT__F9_SK(s) + c * BN * 128, &p.tk, 64 * c, n0, hk, b, &full[s]);
-                for (int c = 0; c < DV / 64; c++)
-                    ckt_tma_load_4d(CKT__F9_SV(s) + c * BN * 128, &p.tv, 64 * c, n0, hk, b, &full[s]);
+                if (p.exact || ckt_fmha_sm90_tile_whole(&kv, pg.page_size, pg.num_pages, n0, BN, p.box)) {
+                    if (tid != 0)
+                        continue;
+                    ckt_mbar_arrive_expect_tx(&full[s], CKT__F9_K_BYTES + CKT__F9_V_BYTES);
+                    /* rows r .. r + box: one page's (paged), else the tile */
+                    for (int r = 0; r < BN; r += p.box) {
+                        int row = kv_row0 + n0 + r, entry = kv_entry;
+                        if (kv.ids) {
+                            entry = kv.ids[(n0 + r) / pg.page_size];
+                            row = (n0 + r) % pg.page_size;
+                        }
+                        for (int c = 0; c < D / 64; c++)
+                            ckt_tma_load_4d(CKT__F9_SK(s) + c * BN * 128 + r * 128, &p.tk, 64 * c, row, hk, entry, &full[s]);
+                        for (int c = 0; c < DV / 64; c++)
+                            ckt_tma_load_4d(CKT__F9_SV(s) + c * BN * 128 + r * 128, &p.tv, 64 * c, row, hk, entry, &full[s]);
+                    }
+                } else {
+                    ckt_fmha_sm90_load_kv_async(CKT__F9_SK(s), kp, &kv, pg.page_size, pg.num_pages, a->k_stride_b,
+                                                a->k_stride_s, n0, a->hdim_q, BN, D, 128, 128, tid);
+                    ckt_fmha_sm90_load_kv_async(CKT__F9_SV(s), vp, &kv, pg.page_size, pg.num_pages, a->v_stride_b,
+                                                a->v_stride_s, n0, a->hdim_v, BN, DV, 128, 128, tid);
+                    CKT__F9_ANNOUNCE(&full[s]);
+                }
             }
             return;
         }
@@ -212,8 +266,8 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
             const int s = j % S, n0 = n_lo + j * BN;
             if (j >= S)
                 ckt_mbar_wait(&empty[s], (unsigned)((j / S - 1) & 1));
-            ckt_fmha_sm90_load_async(CKT__F9_SK(s), kp, a->k_stride_s, n0, sq.sk, a->hdim_q, BN, D, RB, 128, tid);
-            ckt_fmha_sm90_load_async(FP8 ? CKT__F9_SR(0) : CKT__F9_SV(s), vp, a->v_stride_s, n0, sq.sk, v_cols, BN,
+            ckt_fmha_sm90_load_async(CKT__F9_SK(s), kp, a->k_stride_s, n0, kv.sk, a->hdim_q, BN, D, RB, 128, tid);
+            ckt_fmha_sm90_load_async(FP8 ? CKT__F9_SR(0) : CKT__F9_SV(s), vp, a->v_stride_s, n0, kv.sk, v_cols, BN,
                                      DVU, FP8 ? DV : 128, 128, tid);
             ckt_cp_async_commit();
             ckt_cp_async_wait_all();
@@ -366,6 +420,7 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
             ckt_mbar_arrive(&empty[s_prev]);
     }
 #undef CKT__F9_ISSUE_S
+#undef CKT__F9_ANNOUNCE
 #undef CKT__F9_SOFTMAX
 #undef CKT__F9_MY_TURN
 #undef CKT__F9_YOUR_TURN
@@ -405,7 +460,7 @@ static inline ckt_status CKT__FMHA_FN(_sm90_run)(const ckt_fmha_fwd_args *a, ckt
 {
     *ran = 0;
     if (a->bias || a->alibi_slopes || a->p_drop > 0.0f || a->randval || a->num_splits > 1 ||
-        ckt_fmha_fwd_uses_kv_cache(a))
+        (CKT__FMHA_FP8 && ckt_fmha_fwd_uses_kv_cache(a)))
         return CKT_SUCCESS;
     /* the device's image of the kernel (sm_90a's is 90), per device: a host
      * may mix sm_80 and sm_90 GPUs */
@@ -437,14 +492,16 @@ static inline ckt_status CKT__FMHA_FN(_sm90_run)(const ckt_fmha_fwd_args *a, ckt
     memset(&p, 0, sizeof p);
     p.a = *a;
     p.tma = !ckt_fmha_sm90_no_tma() &&
-            (CKT__FMHA_FP8 ? ckt_fmha_sm90_maps(&p, a, CKT__F9_BM, CKT__F9_BN, CKT__F9_RB / 2, a->hdim_v / 2, CKT__FMHA_DV / 2)
-                           : ckt_fmha_sm90_maps(&p, a, CKT__F9_BM, CKT__F9_BN, 64, a->hdim_v, 64));
-    /* 16-bit calls TMA cannot load (group mode, per-entry lengths) run
-     * faster on the mma.sync kernel than with the cp.async producer (H100,
-     * causal d128 with seqlen_k_ptr: 0.994 against 0.907 ms at b4 s4096,
-     * 3.47 against 3.24 at b1 s16k; docs/fmha.md#hopper); fp8's cp.async
-     * path still beats mma.sync fp8. CKT_FMHA_SM90=1 takes it anyway. */
-    if (!p.tma && !CKT__FMHA_FP8 && !ckt_fmha_sm90_forced())
+            (CKT__FMHA_FP8 ? ckt_fmha_sm90_maps(&p, a, CKT__F9_BM, CKT__F9_BN, CKT__F9_RB / 2, a->hdim_v / 2, CKT__FMHA_DV / 2, 0)
+                           : ckt_fmha_sm90_maps(&p, a, CKT__F9_BM, CKT__F9_BN, 64, a->hdim_v, 64, 1));
+    /* a paged pool needs TMA (page sizes with a multiple of 8 rows in
+     * common with the key tile: ckt_fmha_sm90_page_box); other page sizes
+     * run on the mma.sync kernel. 16-bit calls whose strides TMA cannot
+     * take run faster there than with the cp.async producer (H100, causal
+     * d128 group mode: 0.994 against 0.907 ms at b4 s4096 before ragged
+     * calls took TMA; docs/fmha.md#hopper); fp8's cp.async path still
+     * beats mma.sync fp8. CKT_FMHA_SM90=1 takes it anyway. */
+    if (!p.tma && (a->page_size > 0 || (!CKT__FMHA_FP8 && !ckt_fmha_sm90_forced())))
         return CKT_SUCCESS;
     *ran = 1;
     return ckt_rt_launch(CKT_KERNEL_REF(CKT__FMHA_FN(_sm90_kernel)),

@@ -20,6 +20,7 @@
 
 #include "ckt/arch/arch.h"
 #include "ckt/fmha/args.h"
+#include "ckt/fmha/page.h"
 #include "ckt/host/runtime.h"
 
 #include <stdlib.h>
@@ -29,44 +30,81 @@
 #if defined(CKT_BACKEND_NVIDIA) || defined(CKT_BACKEND_CPU)
 
 /* The kernel's parameters: the forward's arguments and, when tma is 1, the
- * tensor maps of Q, K and V as (d, s, h, b) (batch mode without per-entry
- * lengths: the map's edges are the entry's, so TMA's zero fill is exact);
- * otherwise the producer loads with cp.async (group mode, padded lengths,
- * strides TMA cannot take). */
+ * tensor maps of Q, K and V as (d, s, h, b), or for a paged pool K and V
+ * as (d, page position, h, page). exact: the maps' edges are every entry's
+ * (batch mode, no per-entry lengths, no KV cache), so TMA's zero fill
+ * makes every tile; otherwise (ragged: group mode, per-entry lengths,
+ * cache_batch_idx, pages) TMA loads the tiles that lie whole inside the
+ * entry (and on valid pages) and the producer's 128 threads copy the rest
+ * with cp.async, zeros past the entry. box: the rows of a K / V copy (the
+ * key tile, or for pages the largest multiple of 8 dividing both the tile
+ * and the page size). tma 0: the producer loads everything with cp.async
+ * (strides TMA cannot take, or CKT_FMHA_SM90_NO_TMA=1). */
 typedef struct ckt_fmha_sm90_params {
     ckt_tma_desc tq, tk, tv; /* first: 64-byte aligned */
     ckt_fmha_fwd_args a;
-    int tma;
+    int tma, exact, box;
 } ckt_fmha_sm90_params;
 
-/* The tensor maps of a's Q, K, V with boxes of qk_box (Q, K) and v_box (V)
- * 16-bit columns by bm (Q) and bn (K, V) rows, each swizzled at its box's
- * width in bytes (64 or 128); v_cols: V's columns in 16-bit units
- * (hdim_v, or hdim_v / 2 for fp8). 1 if all three are legal, 0 if the call
- * must use cp.async. */
-static inline int ckt_fmha_sm90_maps(ckt_fmha_sm90_params *p, const ckt_fmha_fwd_args *a, int bm, int bn, int qk_box,
-                                     int v_cols, int v_box)
+/* The rows of a map over a packed group-mode tensor: its length is on the
+ * device, so the map spans what a coordinate can reach and the kernel
+ * copies by TMA only rows inside an entry. */
+#define CKT_FMHA_SM90_PACKED_ROWS 0x7fffffffu
+
+/* The key rows of one TMA copy of a paged pool: gcd(page_size, bn) when it
+ * is a multiple of 8 (whole 1024-byte swizzle atoms), else 0 (the call
+ * cannot use TMA). */
+static inline int ckt_fmha_sm90_page_box(int page_size, int bn)
 {
-    if (a->group_mode || a->seqlen_q_ptr || a->seqlen_k_ptr)
+    int x = page_size, y = bn;
+    while (y) {
+        const int r = x % y;
+        x = y;
+        y = r;
+    }
+    return x % 8 == 0 ? x : 0;
+}
+
+/* The tensor maps of a's Q, K, V with boxes of qk_box (Q, K) and v_box (V)
+ * 16-bit columns by bm (Q) and bn (K, V; p->box for pages) rows, each
+ * swizzled at its box's width in bytes (64 or 128); v_cols: V's columns in
+ * 16-bit units (hdim_v, or hdim_v / 2 for fp8). ragged_ok: the kernel
+ * takes ragged calls (above); else only exact ones. 1 if all three maps
+ * are legal (p->exact, p->box set), 0 if the call must use cp.async. */
+static inline int ckt_fmha_sm90_maps(ckt_fmha_sm90_params *p, const ckt_fmha_fwd_args *a, int bm, int bn, int qk_box,
+                                     int v_cols, int v_box, int ragged_ok)
+{
+    const int paged = a->page_size > 0;
+    const int exact = !a->group_mode && !a->seqlen_q_ptr && !a->seqlen_k_ptr && !paged && !a->cache_batch_idx;
+    if (!exact && !ragged_ok)
         return 0;
+    const int box = paged ? ckt_fmha_sm90_page_box(a->page_size, bn) : bn;
+    if (box == 0)
+        return 0;
+    const int64_t packed = a->group_mode ? (int64_t)CKT_FMHA_SM90_PACKED_ROWS : 0;
+    const int64_t kv_rows = paged ? a->page_size : packed ? packed : a->seqlen_k;
+    const int64_t kv_entries = paged ? a->num_pages : a->group_mode ? 1 : a->cache_batch > 0 ? a->cache_batch : a->batch;
     const void *base[3] = {a->q, a->k, a->v};
-    const int64_t cols[3] = {a->hdim_q, a->hdim_q, v_cols}, rows[3] = {a->seqlen_q, a->seqlen_k, a->seqlen_k};
+    const int64_t cols[3] = {a->hdim_q, a->hdim_q, v_cols}, rows[3] = {packed ? packed : a->seqlen_q, kv_rows, kv_rows};
     const int64_t heads[3] = {a->nhead_q, a->nhead_k, a->nhead_k};
+    const int64_t entries[3] = {a->group_mode ? 1 : a->batch, kv_entries, kv_entries};
     const int64_t ss[3] = {a->q_stride_s, a->k_stride_s, a->v_stride_s}, sh[3] = {a->q_stride_h, a->k_stride_h, a->v_stride_h};
     const int64_t sb[3] = {a->q_stride_b, a->k_stride_b, a->v_stride_b};
     ckt_tma_desc *d[3] = {&p->tq, &p->tk, &p->tv};
     for (int i = 0; i < 3; i++) {
-        if (rows[i] <= 0 || ss[i] <= 0 || sh[i] < 0 || sb[i] < 0)
+        if (rows[i] <= 0 || entries[i] <= 0 || ss[i] <= 0 || sh[i] < 0 || sb[i] < 0)
             return 0;
         /* a stride along a dimension of extent 1 is never used: any legal one */
-        const uint64_t dims[4] = {(uint64_t)cols[i], (uint64_t)rows[i], (uint64_t)heads[i], (uint64_t)a->batch};
+        const uint64_t dims[4] = {(uint64_t)cols[i], (uint64_t)rows[i], (uint64_t)heads[i], (uint64_t)entries[i]};
         const uint64_t strides[3] = {(uint64_t)ss[i] * 2, heads[i] > 1 ? (uint64_t)sh[i] * 2 : 16,
-                                     a->batch > 1 ? (uint64_t)sb[i] * 2 : 16};
+                                     entries[i] > 1 ? (uint64_t)sb[i] * 2 : 16};
         const int bc = i == 2 ? v_box : qk_box;
-        const unsigned box[4] = {(unsigned)bc, (unsigned)(i == 0 ? bm : bn), 1, 1};
-        if (ckt_tma_make_4d(d[i], base[i], 2, dims, strides, box, (ckt_swizzle)(2 * bc)) != 0)
+        const unsigned box4[4] = {(unsigned)bc, (unsigned)(i == 0 ? bm : box), 1, 1};
+        if (ckt_tma_make_4d(d[i], base[i], 2, dims, strides, box4, (ckt_swizzle)(2 * bc)) != 0)
             return 0;
     }
+    p->exact = exact;
+    p->box = box;
     return 1;
 }
 
@@ -124,6 +162,46 @@ CKT_INLINE CKT_DEVICE void ckt_fmha_sm90_load_async(unsigned char *tile, const u
         const int ok = gr < valid_rows && gc < valid_cols;
         ckt_cp_async_16(dst, ok ? (const void *)(src + (int64_t)gr * ld + gc) : (const void *)src, ok ? 16u : 0u);
     }
+}
+
+/* The key tile at n0 as ckt_fmha_sm90_load_async loads it (rows x cols
+ * 16-bit units in column blocks of rb bytes, swizzled), its rows from the
+ * entry's keys kv (ckt/fmha/page.h): contiguous (kv->ids NULL) row j at
+ * base + j * row_stride, or paged from the pool at base; zeros past
+ * kv->sk, on bad page ids and past valid_cols. */
+CKT_INLINE CKT_DEVICE void ckt_fmha_sm90_load_kv_async(unsigned char *tile, const uint16_t *base, const ckt_fmha_kv *kv,
+                                                       int page_size, int num_pages, int64_t page_stride,
+                                                       int64_t row_stride, int n0, int valid_cols, int rows, int cols,
+                                                       int rb, int nt, int t)
+{
+    const int chunks = cols / 8, per_block = rb / 16;
+    for (int idx = t; idx < rows * chunks; idx += nt) {
+        const int r = idx / chunks, c8 = idx % chunks, j = n0 + r, gc = c8 * 8;
+        unsigned char *dst = tile + (c8 / per_block) * rows * rb +
+                             ckt_swizzle_offset((uint32_t)(r * rb + (c8 % per_block) * 16), (ckt_swizzle)rb);
+        int64_t off = -1;
+        if (j < kv->sk && gc < valid_cols)
+            off = kv->ids ? ckt_fmha_kv_row(kv, page_size, num_pages, page_stride, row_stride, j)
+                          : (int64_t)j * row_stride;
+        ckt_cp_async_16(dst, off >= 0 ? (const void *)(base + off + gc) : (const void *)base, off >= 0 ? 16u : 0u);
+    }
+}
+
+/* Whether the key tile [n0, n0 + bn) lies whole inside the entry's keys
+ * and, paged, on valid pages (box rows a copy): TMA can load it. */
+CKT_INLINE CKT_DEVICE int ckt_fmha_sm90_tile_whole(const ckt_fmha_kv *kv, int page_size, int num_pages, int n0, int bn,
+                                                   int box)
+{
+    if (n0 + bn > kv->sk)
+        return 0;
+    if (!kv->ids)
+        return 1;
+    int ok = 1;
+    for (int r = 0; r < bn; r += box) {
+        const int32_t id = kv->ids[(n0 + r) / page_size];
+        ok &= id >= 0 && id < num_pages;
+    }
+    return ok;
 }
 
 /* fp8: vt[d][k'] <- v[key(k')][d] for d < dv, k' < 128 (ckt_e4m3_key_of's

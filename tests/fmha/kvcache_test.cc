@@ -451,6 +451,39 @@ std::vector<Case> cases()
         c.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT;
         add(c);
     }
+    // prefill over pages: several whole key tiles and a ragged last one, so
+    // that with CKT_FMHA_SM90=1 the Hopper kernel copies page runs by TMA
+    // (tiles inside the entry) and by cp.async (the rest); page sizes below,
+    // equal to, above and not dividing its key tile (128 at d <= 128)
+    for (int ps : {8, 16, 48, 128, 256, 320}) {
+        for (int d : {64, 128}) {
+            Case c;
+            c.kv = ps == 48 || ps == 256 ? kSglang : kVllm;
+            c.page_size = ps;
+            c.d = c.dv = d;
+            c.batch = 2;
+            c.sq = {130, 61};
+            c.sk = {419, 256};
+            c.h = 4, c.hk = 2;
+            c.mask = d == 64 ? CKT_MASK_CAUSAL_BOTTOM_RIGHT : CKT_MASK_NONE;
+            c.page_major = ps != 16;
+            c.dt = ps == 128 ? CKT_F16 : CKT_BF16;
+            c.cbi = ps == 320 && c.kv == kVllm;
+            add(c);
+        }
+    }
+    {
+        Case c; // contiguous cache through cache_batch_idx, per-entry key counts
+        c.sq = {129};
+        c.sk = {300, 128};
+        c.d = c.dv = 128;
+        c.cbi = 1;
+        c.mask = CKT_MASK_WINDOW_BOTTOM_RIGHT, c.wl = 150, c.wr = 20;
+        add(c);
+        c.group = 1, c.batch = 3, c.sq = {200, 0, 70}, c.sk = {256, 9, 333}, c.kv = kVllm, c.page_size = 64; // prefill
+        c.cbi = 0, c.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT, c.wl = c.wr = 0, c.softcap = 10.0f;
+        add(c);
+    }
     // paged, sglang tables
     for (int ps : {1, 16, 100}) {
         Case c;
