@@ -13,8 +13,10 @@
  *   block of 128 query rows, 384 threads = 3 warpgroups
  *     warpgroup 0, producer: Q once, then K_j, V_j into a ring of
  *       CKT_FMHA_SM90_STAGES (2) stages (TMA 4-D tiles when the tensors
- *       allow, else cp.async by its 128 threads), each stage announced on
- *       full[s], reused after empty[s];
+ *       allow, else cp.async by its 128 threads), K and V each announced
+ *       on its own full_k[s] / full_v[s] and reused after empty_k[s] /
+ *       empty_v[s] (K_j is free once S_j is done; K_{j+1} goes out before
+ *       V_j, as FlashAttention-3's two pipelines);
  *     warpgroups 1, 2, consumers: 64 query rows each;
  *       S = Q K_j^T        wgmma m64nBNk16 (fp8: k32), Q and K from shared memory
  *       soft-cap, mask, m, l, P    ckt/fmha/softmax.h on the registers
@@ -69,7 +71,7 @@
 #define CKT__F9_R_BYTES 0
 #endif
 #define CKT__F9_STAGE_BYTES (CKT__F9_K_BYTES + CKT__F9_V_BYTES)
-#define CKT__F9_BARS (1 + 2 * CKT__F9_STAGES + 2)
+#define CKT__F9_BARS (1 + 4 * CKT__F9_STAGES + 2)
 #define CKT__F9_SMEM_BYTES                                                                                         \
     ((size_t)CKT__F9_Q_BYTES + CKT__F9_STAGES * (CKT__F9_K_BYTES + CKT__F9_V_BYTES) + 2 * CKT__F9_R_BYTES +     \
      8 * CKT__F9_BARS + 1024)
@@ -117,7 +119,8 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
 #define CKT__F9_SV(s) (CKT__F9_SK(s) + CKT__F9_K_BYTES)
 #define CKT__F9_SR(i) (CKT__F9_SK(S) + (i) * CKT__F9_R_BYTES) /* fp8: V as loaded */
     uint64_t *qbar = (uint64_t *)CKT__F9_SR(2);
-    uint64_t *full = qbar + 1, *empty = full + S, *vbar = empty + S;
+    uint64_t *full_k = qbar + 1, *full_v = full_k + S, *empty_k = full_v + S, *empty_v = empty_k + S;
+    uint64_t *vbar = empty_v + S;
     const int tid = (int)ckt_thread_idx_x(), wg = tid / 128, lane = (int)ckt_lane_id();
 
     /* the tile and its entry, as the mma.sync kernel (fwd_body.h) */
@@ -149,15 +152,19 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
     /* V's row in 16-bit units (fp8: two bytes each) */
     const int v_cols = FP8 ? a->hdim_v / 2 : a->hdim_v, DVU = FP8 ? DV / 2 : DV;
 
-    /* full[s]: one arrival with the bytes (TMA) or the producer's 128 threads
-     * once their copies landed (cp.async); fp8 with TMA: K's arrival with
-     * its bytes and the 128 threads' once V^T is written; empty[s]: the 8
-     * consumer warps; vbar[i] (fp8, TMA): staging buffer i's V landed */
+    /* K and V have their own barriers (FlashAttention-3's two pipelines):
+     * full_k[s] / full_v[s]: one arrival with the bytes (TMA) or thread 0's
+     * once the producer's cp.async copies landed; fp8 with TMA: full_v[s]
+     * the 128 producer threads' once V^T is written; empty_k[s] /
+     * empty_v[s]: the 8 consumer warps (K_j once S_j is done, V_j once
+     * P_j V_j is); vbar[i] (fp8, TMA): staging buffer i's V landed */
     if (tid == 0) {
-        ckt_mbar_init(qbar, p.tma ? 1 : 128);
+        ckt_mbar_init(qbar, 1);
         for (int s = 0; s < S; s++) {
-            ckt_mbar_init(&full[s], p.tma ? (FP8 ? 129 : 1) : 128);
-            ckt_mbar_init(&empty[s], 8);
+            ckt_mbar_init(&full_k[s], 1);
+            ckt_mbar_init(&full_v[s], p.tma && FP8 ? 128 : 1);
+            ckt_mbar_init(&empty_k[s], 8);
+            ckt_mbar_init(&empty_v[s], 8);
         }
         ckt_mbar_init(&vbar[0], 1);
         ckt_mbar_init(&vbar[1], 1);
@@ -177,13 +184,15 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
     } while (0)
     if (wg == 0) { /* >>producer */
         ckt_setmaxnreg_dec(40);
-        if (p.tma && !FP8) {
-            /* thread 0 issues the TMA copies; with ragged calls (not p.exact)
-             * the 128 threads copy with cp.async what TMA cannot (a tile
-             * past the entry's end, a bad page id) and thread 0 announces it */
-            if (p.exact && tid != 0)
+        if (!FP8) {
+            /* thread 0 issues the TMA copies; the 128 threads copy with
+             * cp.async what TMA cannot (without maps, or in ragged calls a
+             * tile past the entry's end or on a bad page id) and thread 0
+             * announces it. K_j goes out before V_{j-1} (FlashAttention-3's
+             * order: S_j needs K_j first) */
+            if (p.tma && p.exact && tid != 0)
                 return;
-            if (p.exact || m0 + BM <= sq.sq) {
+            if (p.tma && (p.exact || m0 + BM <= sq.sq)) {
                 if (tid == 0) {
                     ckt_mbar_arrive_expect_tx(qbar, CKT__F9_Q_BYTES);
                     for (int c = 0; c < D / 64; c++)
@@ -195,32 +204,35 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
                 CKT__F9_ANNOUNCE(qbar);
             }
             const int kv_row0 = kv.ids || !a->group_mode ? 0 : sq.k_start, kv_entry = a->group_mode ? 0 : kv.cb;
-            for (int j = 0; j < nblocks; j++) {
-                const int s = j % S, n0 = n_lo + j * BN;
-                if (j >= S)
-                    ckt_mbar_wait(&empty[s], (unsigned)((j / S - 1) & 1));
-                if (p.exact || ckt_fmha_sm90_tile_whole(&kv, pg.page_size, pg.num_pages, n0, BN, p.box)) {
-                    if (tid != 0)
+            for (int i = 0; i <= nblocks; i++) {
+                for (int x = 0; x < 2; x++) { /* x 0: K_i, 1: V_{i-1} */
+                    const int j = i - x, s = j % S, n0 = n_lo + j * BN, cols = x ? DV : D;
+                    if (j < 0 || j >= nblocks)
                         continue;
-                    ckt_mbar_arrive_expect_tx(&full[s], CKT__F9_K_BYTES + CKT__F9_V_BYTES);
-                    /* rows r .. r + box: one page's (paged), else the tile */
-                    for (int r = 0; r < BN; r += p.box) {
-                        int row = kv_row0 + n0 + r, entry = kv_entry;
-                        if (kv.ids) {
-                            entry = kv.ids[(n0 + r) / pg.page_size];
-                            row = (n0 + r) % pg.page_size;
+                    uint64_t *fb = x ? &full_v[s] : &full_k[s];
+                    if (j >= S)
+                        ckt_mbar_wait(x ? &empty_v[s] : &empty_k[s], (unsigned)((j / S - 1) & 1));
+                    unsigned char *dst = x ? CKT__F9_SV(s) : CKT__F9_SK(s);
+                    if (p.tma && (p.exact || ckt_fmha_sm90_tile_whole(&kv, pg.page_size, pg.num_pages, n0, BN, p.box))) {
+                        if (tid != 0)
+                            continue;
+                        ckt_mbar_arrive_expect_tx(fb, (unsigned)(BN * cols * 2));
+                        /* rows r .. r + box: one page's (paged), else the tile */
+                        for (int r = 0; r < BN; r += p.box) {
+                            int row = kv_row0 + n0 + r, entry = kv_entry;
+                            if (kv.ids) {
+                                entry = kv.ids[(n0 + r) / pg.page_size];
+                                row = (n0 + r) % pg.page_size;
+                            }
+                            for (int c = 0; c < cols / 64; c++)
+                                ckt_tma_load_4d(dst + c * BN * 128 + r * 128, x ? &p.tv : &p.tk, 64 * c, row, hk, entry, fb);
                         }
-                        for (int c = 0; c < D / 64; c++)
-                            ckt_tma_load_4d(CKT__F9_SK(s) + c * BN * 128 + r * 128, &p.tk, 64 * c, row, hk, entry, &full[s]);
-                        for (int c = 0; c < DV / 64; c++)
-                            ckt_tma_load_4d(CKT__F9_SV(s) + c * BN * 128 + r * 128, &p.tv, 64 * c, row, hk, entry, &full[s]);
+                    } else {
+                        ckt_fmha_sm90_load_kv_async(dst, x ? vp : kp, &kv, pg.page_size, pg.num_pages,
+                                                    x ? a->v_stride_b : a->k_stride_b, x ? a->v_stride_s : a->k_stride_s,
+                                                    n0, x ? a->hdim_v : a->hdim_q, BN, cols, 128, 128, tid);
+                        CKT__F9_ANNOUNCE(fb);
                     }
-                } else {
-                    ckt_fmha_sm90_load_kv_async(CKT__F9_SK(s), kp, &kv, pg.page_size, pg.num_pages, a->k_stride_b,
-                                                a->k_stride_s, n0, a->hdim_q, BN, D, 128, 128, tid);
-                    ckt_fmha_sm90_load_kv_async(CKT__F9_SV(s), vp, &kv, pg.page_size, pg.num_pages, a->v_stride_b,
-                                                a->v_stride_s, n0, a->hdim_v, BN, DV, 128, 128, tid);
-                    CKT__F9_ANNOUNCE(&full[s]);
                 }
             }
             return;
@@ -237,17 +249,19 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
             }
             for (int j = 0; j < nblocks; j++) {
                 const int s = j % S, n0 = n_lo + j * BN;
-                if (j >= S)
-                    ckt_mbar_wait(&empty[s], (unsigned)((j / S - 1) & 1));
                 if (tid == 0) {
-                    ckt_mbar_arrive_expect_tx(&full[s], CKT__F9_K_BYTES);
+                    if (j >= S)
+                        ckt_mbar_wait(&empty_k[s], (unsigned)((j / S - 1) & 1));
+                    ckt_mbar_arrive_expect_tx(&full_k[s], CKT__F9_K_BYTES);
                     for (int c = 0; c < D * 2 / RB; c++)
-                        ckt_tma_load_4d(CKT__F9_SK(s) + c * BN * RB, &p.tk, RB / 2 * c, n0, hk, b, &full[s]);
+                        ckt_tma_load_4d(CKT__F9_SK(s) + c * BN * RB, &p.tk, RB / 2 * c, n0, hk, b, &full_k[s]);
                 }
+                if (j >= S)
+                    ckt_mbar_wait(&empty_v[s], (unsigned)((j / S - 1) & 1));
                 ckt_mbar_wait(&vbar[j % 2], (unsigned)((j / 2) & 1));
                 ckt_fmha_sm90_transpose_v_e4m3(CKT__F9_SV(s), CKT__F9_SR(j % 2), DV, 128, tid);
                 ckt_fence_proxy_async(); /* V^T for wgmma; the staging reads before TMA's next writes */
-                ckt_mbar_arrive(&full[s]);
+                ckt_mbar_arrive(&full_v[s]);
                 ckt_named_barrier_sync(3, 128); /* staging buffer j % 2 is read */
                 if (tid == 0 && j + 2 < nblocks) {
                     ckt_mbar_arrive_expect_tx(&vbar[j % 2], CKT__F9_R_BYTES);
@@ -256,29 +270,26 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
             }
             return;
         }
-        /* cp.async: zeros past the entry's rows and the call's head dims */
+        /* fp8, cp.async: zeros past the entry's rows and the call's head dims */
         ckt_fmha_sm90_load_async(sQ, qp, a->q_stride_s, m0, sq.sq, a->hdim_q, BM, D, RB, 128, tid);
-        ckt_cp_async_commit();
-        ckt_cp_async_wait_all();
-        ckt_fence_proxy_async(); /* generic-proxy writes, read by wgmma */
-        ckt_mbar_arrive(qbar);
+        CKT__F9_ANNOUNCE(qbar);
         for (int j = 0; j < nblocks; j++) {
             const int s = j % S, n0 = n_lo + j * BN;
             if (j >= S)
-                ckt_mbar_wait(&empty[s], (unsigned)((j / S - 1) & 1));
+                ckt_mbar_wait(&empty_k[s], (unsigned)((j / S - 1) & 1));
             ckt_fmha_sm90_load_async(CKT__F9_SK(s), kp, a->k_stride_s, n0, kv.sk, a->hdim_q, BN, D, RB, 128, tid);
-            ckt_fmha_sm90_load_async(FP8 ? CKT__F9_SR(0) : CKT__F9_SV(s), vp, a->v_stride_s, n0, kv.sk, v_cols, BN,
-                                     DVU, FP8 ? DV : 128, 128, tid);
+            CKT__F9_ANNOUNCE(&full_k[s]);
+            if (j >= S)
+                ckt_mbar_wait(&empty_v[s], (unsigned)((j / S - 1) & 1));
+            ckt_fmha_sm90_load_async(CKT__F9_SR(0), vp, a->v_stride_s, n0, kv.sk, v_cols, BN, DVU, DV, 128, tid);
             ckt_cp_async_commit();
             ckt_cp_async_wait_all();
-            if (FP8) { /* V^T from the staging buffer, which every thread filled part of */
-                ckt_named_barrier_sync(3, 128);
-                ckt_fmha_sm90_transpose_v_e4m3(CKT__F9_SV(s), CKT__F9_SR(0), DV, 128, tid);
-            }
+            ckt_named_barrier_sync(3, 128); /* V^T from the staging buffer, which every thread filled part of */
+            ckt_fmha_sm90_transpose_v_e4m3(CKT__F9_SV(s), CKT__F9_SR(0), DV, 128, tid);
             ckt_fence_proxy_async();
-            ckt_mbar_arrive(&full[s]);
-            if (FP8)
-                ckt_named_barrier_sync(3, 128); /* the staging buffer is read */
+            ckt_named_barrier_sync(3, 128); /* V^T written, the staging buffer read */
+            if (tid == 0)
+                ckt_mbar_arrive(&full_v[s]);
         }
         return;
     }
@@ -376,12 +387,14 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
         CKT__F9_YOUR_TURN();
     ckt_mbar_wait(qbar, 0);
     if (nblocks > 0) {
-        ckt_mbar_wait(&full[0], 0);
+        ckt_mbar_wait(&full_k[0], 0);
         CKT__F9_MY_TURN();
         CKT__F9_ISSUE_S(s_acc, 0);
         CKT__F9_YOUR_TURN();
         ckt_wgmma_wait0();
         ckt_wgmma_fence_operand(s_acc, BN / 2);
+        if (lane == 0)
+            ckt_mbar_arrive(&empty_k[0]);
         CKT__F9_SOFTMAX(n_lo);
         (void)corr; /* O is still 0 */
         (void)grew;
@@ -389,35 +402,39 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
     }
     for (int j = 1; j < nblocks; j++) {
         const int s = j % S;
-        ckt_mbar_wait(&full[s], (unsigned)((j / S) & 1));
+        ckt_mbar_wait(&full_k[s], (unsigned)((j / S) & 1));
         CKT__F9_MY_TURN();
         CKT__F9_ISSUE_S(s_acc, s);
+        ckt_mbar_wait(&full_v[s_prev], (unsigned)(((j - 1) / S) & 1));
         CKT__F9_ISSUE_PV(pf, s_prev);
         CKT__F9_YOUR_TURN();
-        ckt_wgmma_wait1(); /* S_j is done, P_{j-1} V_{j-1} may still run */
+        ckt_wgmma_wait1(); /* S_j is done (K_j is free), P_{j-1} V_{j-1} may still run */
         ckt_wgmma_fence_operand(s_acc, BN / 2);
+        if (lane == 0)
+            ckt_mbar_arrive(&empty_k[s]);
         CKT__F9_SOFTMAX(n_lo + j * BN);
-        /* P_{j-1} V_{j-1} done: its stage is free, O takes tile j's max.
+        /* P_{j-1} V_{j-1} done: V_{j-1} is free, O takes tile j's max.
          * (ptxas hoists this wait above the softmax's math, SASS shows; a
          * variant that kept it below, the wait in both arms of a branch on
          * the vote, ran 3-8% slower on H100, so the simpler form stays) */
         ckt_wgmma_wait0();
         ckt_wgmma_fence_operand(o_acc, DV / 2);
         if (lane == 0)
-            ckt_mbar_arrive(&empty[s_prev]);
+            ckt_mbar_arrive(&empty_v[s_prev]);
         if (ckt_warp_any(grew))
             ckt_fmha_rescale(o_acc, corr, 16, DV);
         CKT__F9_TO_P(pf, s_acc);
         s_prev = s;
     }
     if (nblocks > 0) { /* the last tile's P V */
+        ckt_mbar_wait(&full_v[s_prev], (unsigned)(((nblocks - 1) / S) & 1));
         CKT__F9_MY_TURN();
         CKT__F9_ISSUE_PV(pf, s_prev);
         CKT__F9_YOUR_TURN();
         ckt_wgmma_wait0();
         ckt_wgmma_fence_operand(o_acc, DV / 2);
         if (lane == 0)
-            ckt_mbar_arrive(&empty[s_prev]);
+            ckt_mbar_arrive(&empty_v[s_prev]);
     }
 #undef CKT__F9_ISSUE_S
 #undef CKT__F9_ANNOUNCE
