@@ -204,28 +204,42 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
                 CKT__F9_ANNOUNCE(qbar);
             }
             const int kv_row0 = kv.ids || !a->group_mode ? 0 : sq.k_start, kv_entry = a->group_mode ? 0 : kv.cb;
+            /* paged: lane c of each warp holds the page id of a tile's run c
+             * (p.box rows), loaded a tile ahead, so that the copies never
+             * wait for the table (one round trip a run, each after the
+             * last, made pages of 16 2.4x slower than the contiguous call) */
+            const int paged = kv.ids != 0, B = p.box;
+            int id_cur = paged && nblocks > 0 ? ckt_fmha_sm90_run_id(&kv, pg.page_size, n_lo, BN, B, lane) : 0;
+            int id_prev = 0;
             for (int i = 0; i <= nblocks; i++) {
+                const int id_next = paged && i + 1 < nblocks
+                                        ? ckt_fmha_sm90_run_id(&kv, pg.page_size, n_lo + (i + 1) * BN, BN, B, lane)
+                                        : 0;
                 for (int x = 0; x < 2; x++) { /* x 0: K_i, 1: V_{i-1} */
-                    const int j = i - x, s = j % S, n0 = n_lo + j * BN, cols = x ? DV : D;
+                    const int j = i - x, s = j % S, n0 = n_lo + j * BN, cols = x ? DV : D, id = x ? id_prev : id_cur;
                     if (j < 0 || j >= nblocks)
                         continue;
                     uint64_t *fb = x ? &full_v[s] : &full_k[s];
                     if (j >= S)
                         ckt_mbar_wait(x ? &empty_v[s] : &empty_k[s], (unsigned)((j / S - 1) & 1));
                     unsigned char *dst = x ? CKT__F9_SV(s) : CKT__F9_SK(s);
-                    if (p.tma && (p.exact || ckt_fmha_sm90_tile_whole(&kv, pg.page_size, pg.num_pages, n0, BN, p.box))) {
-                        if (tid != 0)
-                            continue;
-                        ckt_mbar_arrive_expect_tx(fb, (unsigned)(BN * cols * 2));
-                        /* rows r .. r + box: one page's (paged), else the tile */
-                        for (int r = 0; r < BN; r += p.box) {
+                    /* TMA for a tile inside the entry on valid pages (the
+                     * warp votes: every thread here but in exact calls) */
+                    if (p.tma && (p.exact || (n0 + BN <= kv.sk &&
+                                              (!paged || ckt_warp_all(id >= 0 && id < pg.num_pages))))) {
+                        if (tid == 0)
+                            ckt_mbar_arrive_expect_tx(fb, (unsigned)(BN * cols * 2));
+                        /* rows r .. r + B: one page's (paged), else the tile */
+                        for (int r = 0; r < BN; r += B) {
                             int row = kv_row0 + n0 + r, entry = kv_entry;
-                            if (kv.ids) {
-                                entry = kv.ids[(n0 + r) / pg.page_size];
+                            if (paged) {
+                                entry = (int)ckt_warp_shfl_idx_u32((uint32_t)id, (unsigned)(r / B));
                                 row = (n0 + r) % pg.page_size;
                             }
-                            for (int c = 0; c < cols / 64; c++)
-                                ckt_tma_load_4d(dst + c * BN * 128 + r * 128, x ? &p.tv : &p.tk, 64 * c, row, hk, entry, fb);
+                            if (tid == 0)
+                                for (int c = 0; c < cols / 64; c++)
+                                    ckt_tma_load_4d(dst + c * BN * 128 + r * 128, x ? &p.tv : &p.tk, 64 * c, row, hk,
+                                                    entry, fb);
                         }
                     } else {
                         ckt_fmha_sm90_load_kv_async(dst, x ? vp : kp, &kv, pg.page_size, pg.num_pages,
@@ -234,6 +248,8 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
                         CKT__F9_ANNOUNCE(fb);
                     }
                 }
+                id_prev = id_cur;
+                id_cur = id_next;
             }
             return;
         }
