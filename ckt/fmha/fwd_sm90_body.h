@@ -10,14 +10,15 @@
  * slice of 16 rows has mma.sync's register layout), on FlashAttention-3's
  * structure:
  *
- *   block of 128 query rows, 384 threads = 3 warpgroups
+ *   block of 64 NWG query rows, 128 (NWG + 1) threads: NWG = 3 consumer
+ *   warpgroups at d64, else 2
  *     warpgroup 0, producer: Q once, then K_j, V_j into a ring of
  *       CKT_FMHA_SM90_STAGES (2) stages (TMA 4-D tiles when the tensors
  *       allow, else cp.async by its 128 threads), K and V each announced
  *       on its own full_k[s] / full_v[s] and reused after empty_k[s] /
  *       empty_v[s] (K_j is free once S_j is done; K_{j+1} goes out before
  *       V_j, as FlashAttention-3's two pipelines);
- *     warpgroups 1, 2, consumers: 64 query rows each;
+ *     warpgroups 1 .. NWG, consumers: 64 query rows each;
  *       S = Q K_j^T        wgmma m64nBNk16 (fp8: k32), Q and K from shared memory
  *       soft-cap, mask, m, l, P    ckt/fmha/softmax.h on the registers
  *       O = O corr + P V_j  wgmma m64nDVk16 (fp8: k32), P from registers,
@@ -43,7 +44,17 @@
 
 #include "ckt/fmha/sm90.h"
 
-#define CKT__F9_BM 128
+/* consumer warpgroups of 64 query rows: 3 at d64 (FlashAttention-3's
+ * 192-row tile: the softmax there outweighs the MMAs, so a third
+ * warpgroup's turn hides it), else 2 */
+#ifdef CKT_FMHA_SM90_CONSUMERS /* a tuning knob: 2 or 3 */
+#define CKT__F9_NWG CKT_FMHA_SM90_CONSUMERS
+#elif CKT__FMHA_D == 64 && CKT__FMHA_DV == 64 && !CKT__FMHA_FP8
+#define CKT__F9_NWG 3
+#else
+#define CKT__F9_NWG 2
+#endif
+#define CKT__F9_BM (64 * CKT__F9_NWG)
 #if CKT__FMHA_FP8 /* V^T rows are 128 keys (one 128B swizzle atom) */
 #define CKT__F9_BN 128
 #elif defined(CKT_FMHA_SM90_BLOCK_N) /* a tuning knob: 64, 80, 128, 176, 192 or 256 */
@@ -58,7 +69,12 @@
 #else
 #define CKT__F9_STAGES 2
 #endif
-#define CKT__F9_THREADS 384
+#define CKT__F9_THREADS (128 * (CKT__F9_NWG + 1))
+/* registers a thread after setmaxnreg: producer, consumers (65536 a block) */
+#define CKT__F9_REGS_P (CKT__F9_NWG == 2 ? 40 : 32)
+#define CKT__F9_REGS_C (CKT__F9_NWG == 2 ? 232 : 160)
+/* the producer warpgroup's named barrier (1 .. NWG: the consumers' turns) */
+#define CKT__F9_PBAR 8
 /* Q, K: rows of CKT__FMHA_D 16-bit units in column blocks of RB bytes */
 #define CKT__F9_RB (CKT__FMHA_D >= 64 ? 128 : 64)
 #define CKT__F9_Q_BYTES (CKT__F9_BM * CKT__FMHA_D * 2)
@@ -78,6 +94,8 @@
 CKT_STATIC_ASSERT(CKT__F9_SMEM_BYTES <= 227 * 1024, "the Hopper forward's shared memory exceeds 227 KiB");
 CKT_STATIC_ASSERT(!CKT__FMHA_FP8 || (CKT__FMHA_D * 2 == CKT__FMHA_DV && (CKT__FMHA_DV == 64 || CKT__FMHA_DV == 128)),
                   "the Hopper forward takes fp8 head dims 64 and 128 (d == d_v)");
+CKT_STATIC_ASSERT((CKT__F9_NWG == 2 || CKT__F9_NWG == 3) && (CKT__F9_NWG == 2 || !CKT__FMHA_FP8),
+                  "the Hopper forward takes 2 or 3 consumer warpgroups (fp8: 2)");
 CKT_STATIC_ASSERT(CKT__F9_STAGES >= 2, "the Hopper forward's K/V ring needs 2 stages or more (a consumer releases "
                   "tile j's stage after waiting for tile j + 1's)");
 
@@ -156,15 +174,15 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
      * full_k[s] / full_v[s]: one arrival with the bytes (TMA) or thread 0's
      * once the producer's cp.async copies landed; fp8 with TMA: full_v[s]
      * the 128 producer threads' once V^T is written; empty_k[s] /
-     * empty_v[s]: the 8 consumer warps (K_j once S_j is done, V_j once
+     * empty_v[s]: the 4 NWG consumer warps (K_j once S_j is done, V_j once
      * P_j V_j is); vbar[i] (fp8, TMA): staging buffer i's V landed */
     if (tid == 0) {
         ckt_mbar_init(qbar, 1);
         for (int s = 0; s < S; s++) {
             ckt_mbar_init(&full_k[s], 1);
             ckt_mbar_init(&full_v[s], p.tma && FP8 ? 128 : 1);
-            ckt_mbar_init(&empty_k[s], 8);
-            ckt_mbar_init(&empty_v[s], 8);
+            ckt_mbar_init(&empty_k[s], 4 * CKT__F9_NWG);
+            ckt_mbar_init(&empty_v[s], 4 * CKT__F9_NWG);
         }
         ckt_mbar_init(&vbar[0], 1);
         ckt_mbar_init(&vbar[1], 1);
@@ -178,12 +196,12 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
         ckt_cp_async_commit();                                                                                    \
         ckt_cp_async_wait_all();                                                                                  \
         ckt_fence_proxy_async();                                                                                  \
-        ckt_named_barrier_sync(3, 128);                                                                           \
+        ckt_named_barrier_sync(CKT__F9_PBAR, 128);                                                                           \
         if (tid == 0)                                                                                             \
             ckt_mbar_arrive(bar);                                                                                 \
     } while (0)
     if (wg == 0) { /* >>producer */
-        ckt_setmaxnreg_dec(40);
+        ckt_setmaxnreg_dec(CKT__F9_REGS_P);
         if (!FP8) {
             /* thread 0 issues the TMA copies; the 128 threads copy with
              * cp.async what TMA cannot (without maps, or in ragged calls a
@@ -278,7 +296,7 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
                 ckt_fmha_sm90_transpose_v_e4m3(CKT__F9_SV(s), CKT__F9_SR(j % 2), DV, 128, tid);
                 ckt_fence_proxy_async(); /* V^T for wgmma; the staging reads before TMA's next writes */
                 ckt_mbar_arrive(&full_v[s]);
-                ckt_named_barrier_sync(3, 128); /* staging buffer j % 2 is read */
+                ckt_named_barrier_sync(CKT__F9_PBAR, 128); /* staging buffer j % 2 is read */
                 if (tid == 0 && j + 2 < nblocks) {
                     ckt_mbar_arrive_expect_tx(&vbar[j % 2], CKT__F9_R_BYTES);
                     ckt_tma_load_4d(CKT__F9_SR(j % 2), &p.tv, 0, n0 + 2 * BN, hk, b, &vbar[j % 2]);
@@ -300,10 +318,10 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
             ckt_fmha_sm90_load_async(CKT__F9_SR(0), vp, a->v_stride_s, n0, kv.sk, v_cols, BN, DVU, DV, 128, tid);
             ckt_cp_async_commit();
             ckt_cp_async_wait_all();
-            ckt_named_barrier_sync(3, 128); /* V^T from the staging buffer, which every thread filled part of */
+            ckt_named_barrier_sync(CKT__F9_PBAR, 128); /* V^T from the staging buffer, which every thread filled part of */
             ckt_fmha_sm90_transpose_v_e4m3(CKT__F9_SV(s), CKT__F9_SR(0), DV, 128, tid);
             ckt_fence_proxy_async();
-            ckt_named_barrier_sync(3, 128); /* V^T written, the staging buffer read */
+            ckt_named_barrier_sync(CKT__F9_PBAR, 128); /* V^T written, the staging buffer read */
             if (tid == 0)
                 ckt_mbar_arrive(&full_v[s]);
         }
@@ -311,7 +329,7 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
     }
 
     /* >>consumers: warpgroup cw owns tile rows 64 cw .., its warp w rows 16 w .. */
-    ckt_setmaxnreg_inc(232);
+    ckt_setmaxnreg_inc(CKT__F9_REGS_C);
     enum { ROWS = CKT_FMHA_ROW_SLOTS(16) };
     const int cw = wg - 1, wrow0 = m0 + 64 * cw + 16 * ((int)ckt_warp_id() % 4);
     const float scale = a->scale > 0.0f ? a->scale : 1.0f / sqrtf((float)a->hdim_q);
@@ -393,13 +411,14 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
     uint32_t pf[FP8 ? BN / 8 : BN / 4];
     float s_acc[BN / 2];
     int s_prev = 0;
-    /* ping-pong (FlashAttention-3): the two warpgroups take turns to issue
-     * their wgmmas, named barriers 1 and 2 of both warpgroups' 256 threads,
-     * so that one's softmax runs while the other's products do; the first
-     * warpgroup goes first */
+    /* ping-pong (FlashAttention-3): the warpgroups take turns, in order, to
+     * issue their wgmmas, so that one's softmax runs while another's
+     * products do: warpgroup cw waits on named barrier 1 + cw, on which the
+     * one before it arrives once it has issued (256 threads each); the
+     * last arrives first, so that the first goes first */
 #define CKT__F9_MY_TURN() ckt_named_barrier_sync(1 + cw, 256)
-#define CKT__F9_YOUR_TURN() ckt_named_barrier_arrive(2 - cw, 256)
-    if (cw == 1)
+#define CKT__F9_YOUR_TURN() ckt_named_barrier_arrive(1 + (cw + 1) % CKT__F9_NWG, 256)
+    if (cw == CKT__F9_NWG - 1)
         CKT__F9_YOUR_TURN();
     ckt_mbar_wait(qbar, 0);
     if (nblocks > 0) {
@@ -543,6 +562,11 @@ static inline ckt_status CKT__FMHA_FN(_sm90_run)(const ckt_fmha_fwd_args *a, ckt
 }
 
 #undef CKT__F9_BM
+#undef CKT__F9_NWG
+#undef CKT__F9_REGS_P
+#undef CKT__F9_REGS_C
+#undef CKT__F9_PBAR
+#undef CKT_FMHA_SM90_CONSUMERS
 #undef CKT__F9_BN
 #undef CKT__F9_STAGES
 #undef CKT__F9_THREADS
