@@ -227,10 +227,11 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
              * wait for the table (one round trip a run, each after the
              * last, made pages of 16 2.4x slower than the contiguous call) */
             const int paged = kv.ids != 0, B = p.box;
-            int id_cur = paged && nblocks > 0 ? ckt_fmha_sm90_run_id(&kv, pg.page_size, n_lo, BN, B, lane) : 0;
+            const int ids_ahead = paged && B; /* TMA copies of page runs */
+            int id_cur = ids_ahead && nblocks > 0 ? ckt_fmha_sm90_run_id(&kv, pg.page_size, n_lo, BN, B, lane) : 0;
             int id_prev = 0;
             for (int i = 0; i <= nblocks; i++) {
-                const int id_next = paged && i + 1 < nblocks
+                const int id_next = ids_ahead && i + 1 < nblocks
                                         ? ckt_fmha_sm90_run_id(&kv, pg.page_size, n_lo + (i + 1) * BN, BN, B, lane)
                                         : 0;
                 for (int x = 0; x < 2; x++) { /* x 0: K_i, 1: V_{i-1} */
@@ -243,7 +244,7 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
                     unsigned char *dst = x ? CKT__F9_SV(s) : CKT__F9_SK(s);
                     /* TMA for a tile inside the entry on valid pages (the
                      * warp votes: every thread here but in exact calls) */
-                    if (p.tma && (p.exact || (n0 + BN <= kv.sk &&
+                    if (p.tma && B && (p.exact || (n0 + BN <= kv.sk &&
                                               (!paged || ckt_warp_all(id >= 0 && id < pg.num_pages))))) {
                         if (tid == 0)
                             ckt_mbar_arrive_expect_tx(fb, (unsigned)(BN * cols * 2));
@@ -546,14 +547,13 @@ static inline ckt_status CKT__FMHA_FN(_sm90_run)(const ckt_fmha_fwd_args *a, ckt
     p.tma = !ckt_fmha_sm90_no_tma() &&
             (CKT__FMHA_FP8 ? ckt_fmha_sm90_maps(&p, a, CKT__F9_BM, CKT__F9_BN, CKT__F9_RB / 2, a->hdim_v / 2, CKT__FMHA_DV / 2, 0)
                            : ckt_fmha_sm90_maps(&p, a, CKT__F9_BM, CKT__F9_BN, 64, a->hdim_v, 64, 1));
-    /* a paged pool needs TMA (page sizes with a multiple of 8 rows in
-     * common with the key tile: ckt_fmha_sm90_page_box); other page sizes
-     * run on the mma.sync kernel. 16-bit calls whose strides TMA cannot
-     * take run faster there than with the cp.async producer (H100, causal
-     * d128 group mode: 0.994 against 0.907 ms at b4 s4096 before ragged
-     * calls took TMA; docs/fmha.md#hopper); fp8's cp.async path still
-     * beats mma.sync fp8. CKT_FMHA_SM90=1 takes it anyway. */
-    if (!p.tma && (a->page_size > 0 || (!CKT__FMHA_FP8 && !ckt_fmha_sm90_forced())))
+    /* 16-bit calls whose strides TMA cannot take run faster on the
+     * mma.sync kernel than with the cp.async producer (H100, causal d128
+     * group mode: 0.994 against 0.907 ms at b4 s4096 before ragged calls
+     * took TMA; docs/fmha.md#hopper), and so do paged pools whose runs are
+     * too short for TMA (p.box 0: docs/fmha_inference.md); fp8's cp.async
+     * path still beats mma.sync fp8. CKT_FMHA_SM90=1 takes them anyway. */
+    if (!CKT__FMHA_FP8 && (!p.tma || p.box == 0) && !ckt_fmha_sm90_forced())
         return CKT_SUCCESS;
     *ran = 1;
     return ckt_rt_launch(CKT_KERNEL_REF(CKT__FMHA_FN(_sm90_kernel)),

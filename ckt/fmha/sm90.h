@@ -38,7 +38,7 @@
  * entry (and on valid pages) and the producer's 128 threads copy the rest
  * with cp.async, zeros past the entry. box: the rows of a K / V copy (the
  * key tile, or for pages the largest multiple of 8 dividing both the tile
- * and the page size). tma 0: the producer loads everything with cp.async
+ * and the page size); 0: K and V by cp.async (short pages). tma 0: the producer loads everything with cp.async
  * (strides TMA cannot take, or CKT_FMHA_SM90_NO_TMA=1). */
 typedef struct ckt_fmha_sm90_params {
     ckt_tma_desc tq, tk, tv; /* first: 64-byte aligned */
@@ -65,6 +65,21 @@ static inline int ckt_fmha_sm90_page_box(int page_size, int bn)
     return x % 8 == 0 ? x : 0;
 }
 
+/* The shortest run of a paged tile (rows of one page) the producer copies
+ * by TMA: CKT_FMHA_SM90_PAGE_TMA_MIN (default 64, a multiple of 8); below
+ * it small boxes cost more than the producer's cp.async gather
+ * (docs/fmha_inference.md). Read once. */
+static inline int ckt_fmha_sm90_page_tma_min(void)
+{
+    static int cached; /* 0: not read yet */
+    if (!cached) {
+        const char *v = getenv("CKT_FMHA_SM90_PAGE_TMA_MIN");
+        const int n = v ? atoi(v) : 0;
+        cached = n > 0 ? n : 64;
+    }
+    return cached;
+}
+
 /* The tensor maps of a's Q, K, V with boxes of qk_box (Q, K) and v_box (V)
  * 16-bit columns by bm (Q) and bn (K, V; p->box for pages) rows, each
  * swizzled at its box's width in bytes (64 or 128); v_cols: V's columns in
@@ -78,9 +93,11 @@ static inline int ckt_fmha_sm90_maps(ckt_fmha_sm90_params *p, const ckt_fmha_fwd
     const int exact = !a->group_mode && !a->seqlen_q_ptr && !a->seqlen_k_ptr && !paged && !a->cache_batch_idx;
     if (!exact && !ragged_ok)
         return 0;
-    const int box = paged ? ckt_fmha_sm90_page_box(a->page_size, bn) : bn;
-    if (box == 0)
-        return 0;
+    /* pages whose runs are shorter than ckt_fmha_sm90_page_tma_min() rows
+     * load K and V with cp.async (box 0; Q still by TMA) */
+    int box = paged ? ckt_fmha_sm90_page_box(a->page_size, bn) : bn;
+    if (paged && box < ckt_fmha_sm90_page_tma_min())
+        box = 0;
     const int64_t packed = a->group_mode ? (int64_t)CKT_FMHA_SM90_PACKED_ROWS : 0;
     const int64_t kv_rows = paged ? a->page_size : packed ? packed : a->seqlen_k;
     const int64_t kv_entries = paged ? a->num_pages : a->group_mode ? 1 : a->cache_batch > 0 ? a->cache_batch : a->batch;
@@ -91,7 +108,7 @@ static inline int ckt_fmha_sm90_maps(ckt_fmha_sm90_params *p, const ckt_fmha_fwd
     const int64_t ss[3] = {a->q_stride_s, a->k_stride_s, a->v_stride_s}, sh[3] = {a->q_stride_h, a->k_stride_h, a->v_stride_h};
     const int64_t sb[3] = {a->q_stride_b, a->k_stride_b, a->v_stride_b};
     ckt_tma_desc *d[3] = {&p->tq, &p->tk, &p->tv};
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < (box ? 3 : 1); i++) {
         if (rows[i] <= 0 || entries[i] <= 0 || ss[i] <= 0 || sh[i] < 0 || sb[i] < 0)
             return 0;
         /* a stride along a dimension of extent 1 is never used: any legal one */
