@@ -260,6 +260,12 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
                                     ckt_tma_load_4d(dst + c * BN * 128 + r * 128, x ? &p.tv : &p.tk, 64 * c, row, hk,
                                                     entry, fb);
                         }
+                        /* the 128 threads in step: one that fell two phases of
+                         * a barrier behind would take its parity for the
+                         * phase it waits for and hang (H100, paged: 1 run in
+                         * 3 hung before this) */
+                        if (!p.exact)
+                            ckt_named_barrier_sync(CKT__F9_PBAR, 128);
                     } else {
                         ckt_fmha_sm90_load_kv_async(dst, x ? vp : kp, &kv, pg.page_size, pg.num_pages,
                                                     x ? a->v_stride_b : a->k_stride_b, x ? a->v_stride_s : a->k_stride_s,
