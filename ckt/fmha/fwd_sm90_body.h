@@ -208,7 +208,7 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
              * tile past the entry's end or on a bad page id) and thread 0
              * announces it. K_j goes out before V_{j-1} (FlashAttention-3's
              * order: S_j needs K_j first) */
-            if (p.tma && p.exact && tid != 0)
+            if (p.tma && p.exact && tid >= 32) /* warp 0 issues the copies */
                 return;
             if (p.tma && (p.exact || m0 + BM <= sq.sq)) {
                 if (tid == 0) {
@@ -238,14 +238,23 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
                     const int j = i - x, s = j % S, n0 = n_lo + j * BN, cols = x ? DV : D, id = x ? id_prev : id_cur;
                     if (j < 0 || j >= nblocks)
                         continue;
-                    uint64_t *fb = x ? &full_v[s] : &full_k[s];
-                    if (j >= S)
-                        ckt_mbar_wait(x ? &empty_v[s] : &empty_k[s], (unsigned)((j / S - 1) & 1));
+                    uint64_t *fb = x ? &full_v[s] : &full_k[s], *eb = x ? &empty_v[s] : &empty_k[s];
+                    const unsigned ephase = (unsigned)((j / S - 1) & 1);
                     unsigned char *dst = x ? CKT__F9_SV(s) : CKT__F9_SK(s);
-                    /* TMA for a tile inside the entry on valid pages (the
-                     * warp votes: every thread here but in exact calls) */
+                    /* Only warp 0 waits on the ring's mbarriers, its lanes
+                     * meeting at every step: a thread two phases of one
+                     * behind would take the parity it waits for as not yet
+                     * come and hang (on the H100, 1 paged run in 3 did while
+                     * all 128 threads waited, unsynchronized) */
                     if (p.tma && B && (p.exact || (n0 + BN <= kv.sk &&
                                               (!paged || ckt_warp_all(id >= 0 && id < pg.num_pages))))) {
+                        /* TMA for a tile inside the entry on valid pages
+                         * (each warp votes; warp 0's lanes hold the ids) */
+                        if (tid >= 32)
+                            continue;
+                        if (j >= S)
+                            ckt_mbar_wait(eb, ephase);
+                        ckt_warp_sync();
                         if (tid == 0)
                             ckt_mbar_arrive_expect_tx(fb, (unsigned)(BN * cols * 2));
                         /* rows r .. r + B: one page's (paged), else the tile */
@@ -260,13 +269,10 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
                                     ckt_tma_load_4d(dst + c * BN * 128 + r * 128, x ? &p.tv : &p.tk, 64 * c, row, hk,
                                                     entry, fb);
                         }
-                        /* the 128 threads in step: one that fell two phases of
-                         * a barrier behind would take its parity for the
-                         * phase it waits for and hang (H100, paged: 1 run in
-                         * 3 hung before this) */
-                        if (!p.exact)
-                            ckt_named_barrier_sync(CKT__F9_PBAR, 128);
-                    } else {
+                    } else { /* the 128 threads copy once warp 0 saw the stage free */
+                        if (tid < 32 && j >= S)
+                            ckt_mbar_wait(eb, ephase);
+                        ckt_named_barrier_sync(CKT__F9_PBAR, 128);
                         ckt_fmha_sm90_load_kv_async(dst, x ? vp : kp, &kv, pg.page_size, pg.num_pages,
                                                     x ? a->v_stride_b : a->k_stride_b, x ? a->v_stride_s : a->k_stride_s,
                                                     n0, x ? a->hdim_v : a->hdim_q, BN, cols, 128, 128, tid);
