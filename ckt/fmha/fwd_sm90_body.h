@@ -208,7 +208,7 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
              * tile past the entry's end or on a bad page id) and thread 0
              * announces it. K_j goes out before V_{j-1} (FlashAttention-3's
              * order: S_j needs K_j first) */
-            if (p.tma && p.exact && tid >= 32) /* warp 0 issues the copies */
+            if (p.tma && p.exact && tid != 0)
                 return;
             if (p.tma && (p.exact || m0 + BM <= sq.sq)) {
                 if (tid == 0) {
@@ -222,55 +222,41 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
                 CKT__F9_ANNOUNCE(qbar);
             }
             const int kv_row0 = kv.ids || !a->group_mode ? 0 : sq.k_start, kv_entry = a->group_mode ? 0 : kv.cb;
-            /* paged: lane c of each warp holds the page id of a tile's run c
-             * (p.box rows), loaded a tile ahead, so that the copies never
-             * wait for the table (one round trip a run, each after the
-             * last, made pages of 16 2.4x slower than the contiguous call) */
-            const int paged = kv.ids != 0, B = p.box;
-            const int ids_ahead = paged && B; /* TMA copies of page runs */
-            int id_cur = ids_ahead && nblocks > 0 ? ckt_fmha_sm90_run_id(&kv, pg.page_size, n_lo, BN, B, lane) : 0;
-            int id_prev = 0;
             for (int i = 0; i <= nblocks; i++) {
-                const int id_next = ids_ahead && i + 1 < nblocks
-                                        ? ckt_fmha_sm90_run_id(&kv, pg.page_size, n_lo + (i + 1) * BN, BN, B, lane)
-                                        : 0;
                 for (int x = 0; x < 2; x++) { /* x 0: K_i, 1: V_{i-1} */
-                    const int j = i - x, s = j % S, n0 = n_lo + j * BN, cols = x ? DV : D, id = x ? id_prev : id_cur;
+                    const int j = i - x, s = j % S, n0 = n_lo + j * BN, cols = x ? DV : D;
                     if (j < 0 || j >= nblocks)
                         continue;
                     uint64_t *fb = x ? &full_v[s] : &full_k[s], *eb = x ? &empty_v[s] : &empty_k[s];
                     const unsigned ephase = (unsigned)((j / S - 1) & 1);
                     unsigned char *dst = x ? CKT__F9_SV(s) : CKT__F9_SK(s);
-                    /* Only warp 0 waits on the ring's mbarriers, its lanes
-                     * meeting at every step: a thread two phases of one
-                     * behind would take the parity it waits for as not yet
-                     * come and hang (on the H100, 1 paged run in 3 did while
-                     * all 128 threads waited, unsynchronized) */
-                    if (p.tma && B && (p.exact || (n0 + BN <= kv.sk &&
-                                              (!paged || ckt_warp_all(id >= 0 && id < pg.num_pages))))) {
-                        /* TMA for a tile inside the entry on valid pages
-                         * (each warp votes; warp 0's lanes hold the ids) */
-                        if (tid >= 32)
+                    /* Only thread 0 waits on the ring's mbarriers; the others
+                     * meet it on a named barrier before a tile they copy. (A
+                     * thread two phases of an mbarrier behind would take the
+                     * parity it waits for as not yet come and hang: on the
+                     * H100 1 paged run in 3 did while all 128 threads waited
+                     * unsynchronized.) */
+                    if (p.tma && p.box &&
+                        (p.exact || ckt_fmha_sm90_tile_whole(&kv, pg.page_size, pg.num_pages, n0, BN, p.box))) {
+                        /* TMA: a tile inside the entry, on valid pages */
+                        if (tid != 0)
                             continue;
                         if (j >= S)
                             ckt_mbar_wait(eb, ephase);
-                        ckt_warp_sync();
-                        if (tid == 0)
-                            ckt_mbar_arrive_expect_tx(fb, (unsigned)(BN * cols * 2));
-                        /* rows r .. r + B: one page's (paged), else the tile */
-                        for (int r = 0; r < BN; r += B) {
+                        ckt_mbar_arrive_expect_tx(fb, (unsigned)(BN * cols * 2));
+                        /* rows r .. r + box: one page's (paged), else the tile */
+                        for (int r = 0; r < BN; r += p.box) {
                             int row = kv_row0 + n0 + r, entry = kv_entry;
-                            if (paged) {
-                                entry = (int)ckt_warp_shfl_idx_u32((uint32_t)id, (unsigned)(r / B));
+                            if (kv.ids) {
+                                entry = kv.ids[(n0 + r) / pg.page_size];
                                 row = (n0 + r) % pg.page_size;
                             }
-                            if (tid == 0)
-                                for (int c = 0; c < cols / 64; c++)
-                                    ckt_tma_load_4d(dst + c * BN * 128 + r * 128, x ? &p.tv : &p.tk, 64 * c, row, hk,
-                                                    entry, fb);
+                            for (int c = 0; c < cols / 64; c++)
+                                ckt_tma_load_4d(dst + c * BN * 128 + r * 128, x ? &p.tv : &p.tk, 64 * c, row, hk,
+                                                entry, fb);
                         }
-                    } else { /* the 128 threads copy once warp 0 saw the stage free */
-                        if (tid < 32 && j >= S)
+                    } else { /* the 128 threads copy once thread 0 saw the stage free */
+                        if (tid == 0 && j >= S)
                             ckt_mbar_wait(eb, ephase);
                         ckt_named_barrier_sync(CKT__F9_PBAR, 128);
                         ckt_fmha_sm90_load_kv_async(dst, x ? vp : kp, &kv, pg.page_size, pg.num_pages,
@@ -279,8 +265,6 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
                         CKT__F9_ANNOUNCE(fb);
                     }
                 }
-                id_prev = id_cur;
-                id_cur = id_next;
             }
             return;
         }

@@ -206,12 +206,21 @@ CKT_INLINE CKT_DEVICE void ckt_fmha_sm90_load_kv_async(unsigned char *tile, cons
     }
 }
 
-/* The page id of run lane % (bn / box) (rows of box keys) of the key
- * tile at n0 of a paged entry; -1 past its keys. */
-CKT_INLINE CKT_DEVICE int ckt_fmha_sm90_run_id(const ckt_fmha_kv *kv, int page_size, int n0, int bn, int box, int lane)
+/* Whether the key tile [n0, n0 + bn) lies whole inside the entry's keys
+ * and, paged, on valid pages (box rows a copy): TMA can load it. */
+CKT_INLINE CKT_DEVICE int ckt_fmha_sm90_tile_whole(const ckt_fmha_kv *kv, int page_size, int num_pages, int n0, int bn,
+                                                   int box)
 {
-    const int j = n0 + lane % (bn / box) * box;
-    return j < kv->sk ? kv->ids[j / page_size] : -1;
+    if (n0 + bn > kv->sk)
+        return 0;
+    if (!kv->ids)
+        return 1;
+    int ok = 1;
+    for (int r = 0; r < bn; r += box) {
+        const int32_t id = kv->ids[(n0 + r) / page_size];
+        ok &= id >= 0 && id < num_pages;
+    }
+    return ok;
 }
 
 /* fp8: vt[d][k'] <- v[key(k')][d] for d < dv, k' < 128 (ckt_e4m3_key_of's
