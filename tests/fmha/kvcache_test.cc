@@ -713,12 +713,13 @@ TEST(KvCacheSplit, Heuristic)
 // A pool past 4 GB (K and V pages interleaved in one allocation) with the
 // used pages at both ends. The emulator's "device" memory is host memory: the
 // pool comes from calloc, whose untouched pages stay unbacked (sparse).
-TEST(KvCachePaged, PoolPast4GB)
+// A paged pool past 4 GB, the entries' pages at both ends of it: ps keys a
+// page, per pages a table row, sq queries (1: the decode instance; 130 and
+// pages of 64: with CKT_FMHA_SM90=1 the Hopper kernel's TMA copies of page
+// runs at both ends), entry b's keys sk[b].
+void pool_past_4gb(int ps, int per, int sq, const std::vector<int> &sk)
 {
-#if defined(CKT_ASAN_BUILD)
-    GTEST_SKIP() << "ASan shadows the whole allocation";
-#endif
-    const int ps = 16, hk = 1, h = 2, d = 64, batch = 2;
+    const int hk = 1, h = 2, d = 64, batch = 2, cap = ps * per;
     const int64_t page_elems = (int64_t)2 * ps * hk * d; // K then V of one page
     const int64_t num_pages64 = ((int64_t)9 << 29) / (page_elems * 2) + 7; // 4.5 GiB
     ASSERT_LT(num_pages64, (int64_t)INT32_MAX);
@@ -733,23 +734,25 @@ TEST(KvCachePaged, PoolPast4GB)
     ASSERT_EQ(ckt_rt_malloc(&pv, bytes), CKT_SUCCESS) << ckt_last_error();
     uint16_t *pool = (uint16_t *)pv;
 #endif
-    const std::vector<int> sk = {40, 33};
-    // entry 0: the first and the last pages; entry 1: next-to-last, second, third-to-last
-    const std::vector<std::vector<int32_t>> ids = {{0, num_pages - 1, 1}, {num_pages - 2, 2, num_pages - 3}};
-    std::vector<uint16_t> q((size_t)batch * h * d), kp((size_t)batch * 48 * d), vp((size_t)batch * 48 * d);
+    // the pages in order 0, N - 1, 1, N - 2, ...: entry 0 starts at the
+    // pool's first page and its second is the last
+    std::vector<std::vector<int32_t>> ids(batch, std::vector<int32_t>(per));
+    for (int i = 0; i < batch * per; i++)
+        ids[i / per][i % per] = i % 2 ? num_pages - 1 - i / 2 : i / 2;
+    std::vector<uint16_t> q((size_t)batch * sq * h * d), kp((size_t)batch * cap * d), vp((size_t)batch * cap * d);
     ASSERT_EQ(ckt_fill(q.data(), CKT_BF16, q.size(), ckt_init_uniform(-1, 1), 11), CKT_SUCCESS);
     ASSERT_EQ(ckt_fill(kp.data(), CKT_BF16, kp.size(), ckt_init_uniform(-1, 1), 12), CKT_SUCCESS);
     ASSERT_EQ(ckt_fill(vp.data(), CKT_BF16, vp.size(), ckt_init_uniform(-1, 1), 13), CKT_SUCCESS);
-    std::vector<int32_t> table((size_t)batch * 3), lens(sk.begin(), sk.end());
+    std::vector<int32_t> table((size_t)batch * per), lens(sk.begin(), sk.end());
     std::vector<uint16_t> page((size_t)page_elems);
     for (int b = 0; b < batch; b++)
-        for (int pg = 0; pg < 3; pg++) {
-            table[(size_t)b * 3 + pg] = ids[b][pg];
+        for (int pg = 0; pg < per; pg++) {
+            table[(size_t)b * per + pg] = ids[b][pg];
             std::fill(page.begin(), page.end(), 0);
             for (int pos = 0; pos < ps && pg * ps + pos < sk[b]; pos++)
                 for (int dd = 0; dd < d; dd++) {
-                    page[(size_t)pos * d + dd] = kp[((size_t)b * 48 + pg * ps + pos) * d + dd];
-                    page[(size_t)(ps + pos) * d + dd] = vp[((size_t)b * 48 + pg * ps + pos) * d + dd];
+                    page[(size_t)pos * d + dd] = kp[((size_t)b * cap + pg * ps + pos) * d + dd];
+                    page[(size_t)(ps + pos) * d + dd] = vp[((size_t)b * cap + pg * ps + pos) * d + dd];
                 }
             ASSERT_EQ(ckt_rt_memcpy(pool + (int64_t)ids[b][pg] * page_elems, page.data(), page.size() * 2, CKT_H2D),
                       CKT_SUCCESS);
@@ -758,9 +761,10 @@ TEST(KvCachePaged, PoolPast4GB)
     ckt_fmha_fwd_args a = CKT_ZERO_INIT;
     a.dtype = CKT_BF16;
     a.batch = batch, a.nhead_q = h, a.nhead_k = hk, a.hdim_q = a.hdim_v = d;
-    a.seqlen_q = 1, a.seqlen_k = 48;
-    a.q_stride_s = h * d, a.q_stride_h = d, a.q_stride_b = h * d;
-    a.o_stride_s = h * d, a.o_stride_h = d, a.o_stride_b = h * d;
+    a.seqlen_q = sq, a.seqlen_k = cap;
+    a.mask = sq > 1 ? CKT_MASK_CAUSAL_BOTTOM_RIGHT : CKT_MASK_NONE;
+    a.q_stride_s = h * d, a.q_stride_h = d, a.q_stride_b = (int64_t)sq * h * d;
+    a.o_stride_s = h * d, a.o_stride_h = d, a.o_stride_b = (int64_t)sq * h * d;
     a.q = bufs.dev(q.data(), q.size() * 2);
     std::vector<uint16_t> o(q.size(), 0);
     a.o = bufs.dev(nullptr, o.size() * 2);
@@ -768,7 +772,7 @@ TEST(KvCachePaged, PoolPast4GB)
     a.k = pool, a.v = pool + ps * hk * d;
     a.k_stride_b = a.v_stride_b = page_elems, a.k_stride_s = a.v_stride_s = d, a.k_stride_h = a.v_stride_h = ps * d;
     a.block_table = (const int32_t *)bufs.dev(table.data(), table.size() * 4);
-    a.max_pages_per_seq = 3;
+    a.max_pages_per_seq = per;
     a.seqlen_k_ptr = (const int32_t *)bufs.dev(lens.data(), lens.size() * 4);
     ASSERT_EQ(ckt_fmha_fwd(&a, nullptr), CKT_SUCCESS) << ckt_last_error();
     ASSERT_EQ(ckt_rt_device_synchronize(), CKT_SUCCESS);
@@ -777,7 +781,7 @@ TEST(KvCachePaged, PoolPast4GB)
     ckt_fmha_fwd_args p = a;
     p.page_size = 0, p.num_pages = 0, p.block_table = nullptr, p.max_pages_per_seq = 0;
     p.q = q.data(), p.k = kp.data(), p.v = vp.data(), p.seqlen_k_ptr = lens.data();
-    p.k_stride_s = p.v_stride_s = d, p.k_stride_h = p.v_stride_h = d, p.k_stride_b = p.v_stride_b = 48 * d;
+    p.k_stride_s = p.v_stride_s = d, p.k_stride_h = p.v_stride_h = d, p.k_stride_b = p.v_stride_b = (int64_t)cap * d;
     std::vector<float> o_ref(o.size(), 0.0f);
     ASSERT_EQ(ckt_ref_fmha_fwd(&p, o_ref.data(), nullptr), CKT_SUCCESS) << ckt_last_error();
     ckt_compare_result ro, rl;
@@ -787,6 +791,22 @@ TEST(KvCachePaged, PoolPast4GB)
 #else
     ckt_rt_free(pool);
 #endif
+}
+
+TEST(KvCachePaged, PoolPast4GB)
+{
+#if defined(CKT_ASAN_BUILD)
+    GTEST_SKIP() << "ASan shadows the whole allocation";
+#endif
+    pool_past_4gb(16, 3, 1, {40, 33});
+}
+
+TEST(KvCachePaged, PoolPast4GBPrefill)
+{
+#if defined(CKT_ASAN_BUILD)
+    GTEST_SKIP() << "ASan shadows the whole allocation";
+#endif
+    pool_past_4gb(64, 4, 130, {200, 150});
 }
 
 // Append-KV into a paged cache (vLLM table, rotary on K and Q), then the
