@@ -2,12 +2,13 @@
 """A / B of two builds of libckt_fmha's forward in one process, on the same
 tensors, alternating: whether a change cost the forward speed.
 
-    python3 bench/fmha_ab.py OLD.so NEW.so [--dims 64,128] [--seqlens 1024,4096,16384] [--rounds 3]
+    python3 bench/fmha_ab.py OLD.so NEW.so [--dims 64,128] [--seqlens 1024,4096,16384] [--rounds 3] [--varlen]
 
 FlashAttention's grid (hidden 2048, b * s = 16k tokens, [b, s, h, d] bf16),
 causal and not. Each round times A then B (median of --repeat, L2 flushed
 before each run); the ratio is A's time over B's (> 1: B faster), the median
-over rounds. OLD.so may predate fields of ckt_fmha_fwd_args (its struct is a
+over rounds. --varlen: the same shapes in group mode (b entries of s tokens,
+cu_seqlens on the device: the ragged path). OLD.so may predate fields of ckt_fmha_fwd_args (its struct is a
 prefix): its layout is not checked.
 """
 import argparse
@@ -30,6 +31,7 @@ def main():
     ap.add_argument("--seqlens", default="1024,4096,16384")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--varlen", action="store_true")
     args = ap.parse_args()
     libs = [ckt_fmha.Lib(args.a, check_abi=False), ckt_fmha.Lib(args.b)]
     flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
@@ -41,13 +43,22 @@ def main():
             h = 2048 // d
             for s in (int(x) for x in args.seqlens.split(",")):
                 b = max(1, 16384 // s)
-                q, k, v = (torch.randn((b, s, h, d), dtype=torch.bfloat16, device="cuda").transpose(1, 2)
-                           for _ in range(3))
+                if args.varlen:
+                    q, k, v = (torch.randn((b * s, h, d), dtype=torch.bfloat16, device="cuda") for _ in range(3))
+                    cu = torch.arange(0, b + 1, dtype=torch.int32, device="cuda") * s
+
+                    def run(lib, o):
+                        lib.fwd_varlen(q, k, v, cu, cu, s, s, out=o, causal=bool(causal))
+                else:
+                    q, k, v = (torch.randn((b, s, h, d), dtype=torch.bfloat16, device="cuda").transpose(1, 2)
+                               for _ in range(3))
+
+                    def run(lib, o):
+                        lib.fwd(q, k, v, out=o, causal=bool(causal))
                 outs = [torch.empty_like(q) for _ in libs]
                 ta, tb, rs = [], [], []
                 for _ in range(args.rounds):
-                    t = [timed(lambda lib=lib, o=o: lib.fwd(q, k, v, out=o, causal=bool(causal)), 3, args.repeat, flush)
-                         for lib, o in zip(libs, outs)]
+                    t = [timed(lambda lib=lib, o=o: run(lib, o), 3, args.repeat, flush) for lib, o in zip(libs, outs)]
                     ta.append(t[0])
                     tb.append(t[1])
                     rs.append(t[0] / t[1])

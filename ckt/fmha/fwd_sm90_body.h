@@ -71,8 +71,28 @@
 #endif
 #define CKT__F9_THREADS (128 * (CKT__F9_NWG + 1))
 /* registers a thread after setmaxnreg: producer, consumers (65536 a block) */
+#ifdef CKT_FMHA_SM90_PRODUCER_REGS /* a tuning knob: a multiple of 8, 24 .. 256 */
+#define CKT__F9_REGS_P CKT_FMHA_SM90_PRODUCER_REGS
+#define CKT__F9_REGS_C ((512 - CKT__F9_REGS_P) / CKT__F9_NWG / 8 * 8)
+#elif CKT__F9_NWG == 2 && CKT__FMHA_KVC /* the paged / ragged producer's state: 40 spilled after each wait */
+#define CKT__F9_REGS_P 56
+#define CKT__F9_REGS_C 224
+#else
 #define CKT__F9_REGS_P (CKT__F9_NWG == 2 ? 40 : 32)
 #define CKT__F9_REGS_C (CKT__F9_NWG == 2 ? 232 : 160)
+#endif
+/* Whether a block may take several tiles (a persistent grid: the launcher
+ * chooses, ckt_fmha_sm90_persistent): 16-bit instances without the KV
+ * cache at two consumer warpgroups. Elsewhere the loop over a block's tiles
+ * runs once, its carried state folded away: that state's registers made
+ * d64's three consumer warpgroups spill in the hot loop and the _kv
+ * producer after each wait (ptxas, SASS; H100: d64 non-causal s4096 0.82x,
+ * paged prefill 0.89x). */
+#if !CKT__FMHA_FP8 && !CKT__FMHA_KVC && CKT__F9_NWG == 2
+#define CKT__F9_PERSIST 1
+#else
+#define CKT__F9_PERSIST 0
+#endif
 /* the producer warpgroup's named barrier (1 .. NWG: the consumers' turns) */
 #define CKT__F9_PBAR 8
 /* Q, K: rows of CKT__FMHA_D 16-bit units in column blocks of RB bytes */
@@ -87,7 +107,7 @@
 #define CKT__F9_R_BYTES 0
 #endif
 #define CKT__F9_STAGE_BYTES (CKT__F9_K_BYTES + CKT__F9_V_BYTES)
-#define CKT__F9_BARS (1 + 4 * CKT__F9_STAGES + 2)
+#define CKT__F9_BARS (1 + 4 * CKT__F9_STAGES + 3)
 #define CKT__F9_SMEM_BYTES                                                                                         \
     ((size_t)CKT__F9_Q_BYTES + CKT__F9_STAGES * (CKT__F9_K_BYTES + CKT__F9_V_BYTES) + 2 * CKT__F9_R_BYTES +     \
      8 * CKT__F9_BARS + 1024)
@@ -139,43 +159,29 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
     uint64_t *qbar = (uint64_t *)CKT__F9_SR(2);
     uint64_t *full_k = qbar + 1, *full_v = full_k + S, *empty_k = full_v + S, *empty_v = empty_k + S;
     uint64_t *vbar = empty_v + S;
-    const int tid = (int)ckt_thread_idx_x(), wg = tid / 128, lane = (int)ckt_lane_id();
-
-    /* the tile and its entry, as the mma.sync kernel (fwd_body.h) */
-    const ckt_fmha_tile t = ckt_fmha_fwd_tile(BM, 1);
-    const int b = t.b, h = t.h, m0 = t.m0, hk = ckt_fmha_kv_head(h, a->nhead_q, a->nhead_k);
-    const ckt_fmha_seq sq = ckt_fmha_seq_resolve(a->group_mode, a->seqstart_q, a->seqstart_k, a->seqlen_q_ptr,
-                                                 a->seqlen_k_ptr, a->seqlen_q, a->seqlen_k, b);
-    if (m0 >= sq.sq)
-        return;
-    /* the keys: contiguous, through cache_batch_idx, or paged (ckt/fmha/page.h) */
+    uint64_t *qempty = vbar + 2;
+    const int tid = (int)ckt_thread_idx_x(), wg = tid / 128, lane = (int)ckt_lane_id(), cw = wg - 1;
+    /* the tiles (ckt/fmha/schedule.h): block x takes tiles x, x + gridDim.x,
+     * ...: one on a grid of every tile, several on a persistent grid of a
+     * block per multiprocessor, where the producer loads the next tile's Q,
+     * K and V while the consumers finish this one's (CKT__F9_PERSIST
+     * instances) */
+    const int mtiles = CKT_CEIL_DIV(a->seqlen_q, BM);
+    const int64_t ntiles = ckt_fmha_fwd_tiles(a->batch, a->nhead_q, a->seqlen_q, BM);
     const ckt_fmha_paging pg = CKT_FMHA_PAGING(*a);
-    ckt_fmha_kv kv = ckt_fmha_kv_resolve(&pg, sq.sk, b);
-    if (!CKT__FMHA_KVC) { /* an instance without the KV cache: the plain tensors */
-        kv.ids = 0;
-        kv.cb = b;
-        kv.sk = sq.sk;
-    }
-    const ckt_fmha_mask_params mask = ckt_fmha_mask_make(a->mask, a->window_left, a->window_right, sq.sq, kv.sk);
-    int n_lo, n_hi, full_lo, full_hi;
-    ckt_fmha_mask_key_range(&mask, m0, BM, &n_lo, &n_hi);
-    ckt_fmha_mask_full_keys(&mask, m0, BM, BN, &full_lo, &full_hi);
-    n_lo = n_lo / BN * BN;
-    const int nblocks = n_hi > n_lo ? CKT_CEIL_DIV(n_hi - n_lo, BN) : 0;
-    /* Q, O: the entry's rows; K, V: the entry's (cache entry kv.cb's), or a
-     * paged pool at head hk */
-    const uint16_t *qp = (const uint16_t *)a->q + ckt_fmha_row_offset(a->group_mode, b, h, sq.q_start, a->q_stride_b, a->q_stride_h, a->q_stride_s);
-    const uint16_t *kp = (const uint16_t *)a->k + (kv.ids ? hk * a->k_stride_h : ckt_fmha_row_offset(a->group_mode, kv.cb, hk, sq.k_start, a->k_stride_b, a->k_stride_h, a->k_stride_s));
-    const uint16_t *vp = (const uint16_t *)a->v + (kv.ids ? hk * a->v_stride_h : ckt_fmha_row_offset(a->group_mode, kv.cb, hk, sq.k_start, a->v_stride_b, a->v_stride_h, a->v_stride_s));
     /* V's row in 16-bit units (fp8: two bytes each) */
     const int v_cols = FP8 ? a->hdim_v / 2 : a->hdim_v, DVU = FP8 ? DV / 2 : DV;
+    const float scale = a->scale > 0.0f ? a->scale : 1.0f / sqrtf((float)a->hdim_q);
 
     /* K and V have their own barriers (FlashAttention-3's two pipelines):
      * full_k[s] / full_v[s]: one arrival with the bytes (TMA) or thread 0's
      * once the producer's cp.async copies landed; fp8 with TMA: full_v[s]
      * the 128 producer threads' once V^T is written; empty_k[s] /
      * empty_v[s]: the 4 NWG consumer warps (K_j once S_j is done, V_j once
-     * P_j V_j is); vbar[i] (fp8, TMA): staging buffer i's V landed */
+     * P_j V_j is); vbar[i] (fp8, TMA): staging buffer i's V landed; qbar:
+     * a tile's Q landed; qempty: the consumer warps are done with it (their
+     * last S). The ring's phases run on over a block's tiles: key tile j of
+     * a tile is the block's kvc + j-th. */
     if (tid == 0) {
         ckt_mbar_init(qbar, 1);
         for (int s = 0; s < S; s++) {
@@ -186,6 +192,7 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
         }
         ckt_mbar_init(&vbar[0], 1);
         ckt_mbar_init(&vbar[1], 1);
+        ckt_mbar_init(qempty, 4 * CKT__F9_NWG);
     }
     ckt_block_sync();
 
@@ -196,20 +203,64 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
         ckt_cp_async_commit();                                                                                    \
         ckt_cp_async_wait_all();                                                                                  \
         ckt_fence_proxy_async();                                                                                  \
-        ckt_named_barrier_sync(CKT__F9_PBAR, 128);                                                                           \
+        ckt_named_barrier_sync(CKT__F9_PBAR, 128);                                                                \
         if (tid == 0)                                                                                             \
             ckt_mbar_arrive(bar);                                                                                 \
     } while (0)
+    /* ping-pong (FlashAttention-3): the consumer warpgroups take turns, in
+     * order, to issue their wgmmas, so that one's softmax runs while
+     * another's products do: warpgroup cw waits on named barrier 1 + cw, on
+     * which the one before it arrives once it has issued (256 threads
+     * each); the last arrives first, so that the first goes first. The
+     * turns run on over a block's tiles. */
+#define CKT__F9_MY_TURN() ckt_named_barrier_sync(1 + cw, 256)
+#define CKT__F9_YOUR_TURN() ckt_named_barrier_arrive(1 + (cw + 1) % CKT__F9_NWG, 256)
+    /* a tile of the block (ckt/fmha/schedule.h) and its entry, keys and key
+     * tiles, as the mma.sync kernel (fwd_body.h): each role's loop over the
+     * block's tiles starts with it; tiles past their entry are skipped */
+#define CKT__F9_TILE(idx)                                                                                              \
+    const ckt_fmha_tile t = ckt_fmha_fwd_tile_of(idx, mtiles, a->nhead_q, BM);                                         \
+    const int b = t.b, h = t.h, m0 = t.m0;                                                                             \
+    const ckt_fmha_seq sq = ckt_fmha_seq_resolve(a->group_mode, a->seqstart_q, a->seqstart_k, a->seqlen_q_ptr,         \
+                                                 a->seqlen_k_ptr, a->seqlen_q, a->seqlen_k, b);                        \
+    if (m0 >= sq.sq)                                                                                                   \
+        continue;                                                                                                      \
+    /* the keys: contiguous, through cache_batch_idx, or paged (ckt/fmha/page.h) */                                    \
+    ckt_fmha_kv kv = ckt_fmha_kv_resolve(&pg, sq.sk, b);                                                               \
+    if (!CKT__FMHA_KVC) { /* an instance without the KV cache: the plain tensors */                                    \
+        kv.ids = 0;                                                                                                    \
+        kv.cb = b;                                                                                                     \
+        kv.sk = sq.sk;                                                                                                 \
+    }                                                                                                                  \
+    const ckt_fmha_mask_params mask = ckt_fmha_mask_make(a->mask, a->window_left, a->window_right, sq.sq, kv.sk);      \
+    int n_lo, n_hi, full_lo, full_hi;                                                                                  \
+    ckt_fmha_mask_key_range(&mask, m0, BM, &n_lo, &n_hi);                                                              \
+    ckt_fmha_mask_full_keys(&mask, m0, BM, BN, &full_lo, &full_hi);                                                    \
+    n_lo = n_lo / BN * BN;                                                                                             \
+    const int nblocks = n_hi > n_lo ? CKT_CEIL_DIV(n_hi - n_lo, BN) : 0;
+
+    unsigned kvc = 0, nt = 0; /* the key tiles and the tiles this block took so far */
     if (wg == 0) { /* >>producer */
         ckt_setmaxnreg_dec(CKT__F9_REGS_P);
+        if (!FP8 && p.tma && p.exact && tid != 0) /* thread 0 issues every copy */
+            return;
+        for (int64_t idx = ckt_block_idx_x(); idx < ntiles; idx = CKT__F9_PERSIST ? idx + ckt_grid_dim_x() : ntiles) {
+        CKT__F9_TILE(idx);
+        const int hk = ckt_fmha_kv_head(h, a->nhead_q, a->nhead_k);
+        /* Q, O: the entry's rows; K, V: the entry's (cache entry kv.cb's), or a
+         * paged pool at head hk */
+        const uint16_t *qp = (const uint16_t *)a->q + ckt_fmha_row_offset(a->group_mode, b, h, sq.q_start, a->q_stride_b, a->q_stride_h, a->q_stride_s);
+        const uint16_t *kp = (const uint16_t *)a->k + (kv.ids ? hk * a->k_stride_h : ckt_fmha_row_offset(a->group_mode, kv.cb, hk, sq.k_start, a->k_stride_b, a->k_stride_h, a->k_stride_s));
+        const uint16_t *vp = (const uint16_t *)a->v + (kv.ids ? hk * a->v_stride_h : ckt_fmha_row_offset(a->group_mode, kv.cb, hk, sq.k_start, a->v_stride_b, a->v_stride_h, a->v_stride_s));
         if (!FP8) {
             /* thread 0 issues the TMA copies; the 128 threads copy with
              * cp.async what TMA cannot (without maps, or in ragged calls a
              * tile past the entry's end or on a bad page id) and thread 0
              * announces it. K_j goes out before V_{j-1} (FlashAttention-3's
-             * order: S_j needs K_j first) */
-            if (p.tma && p.exact && tid != 0)
-                return;
+             * order: S_j needs K_j first). Q waits for the consumers to be
+             * done with the block's previous tile's. */
+            if (nt > 0 && tid == 0)
+                ckt_mbar_wait(qempty, (nt - 1) & 1);
             if (p.tma && (p.exact || m0 + BM <= sq.sq)) {
                 if (tid == 0) {
                     ckt_mbar_arrive_expect_tx(qbar, CKT__F9_Q_BYTES);
@@ -218,17 +269,20 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
                                         a->group_mode ? 0 : b, qbar);
                 }
             } else {
+                if (nt > 0)
+                    ckt_named_barrier_sync(CKT__F9_PBAR, 128); /* thread 0 saw Q free */
                 ckt_fmha_sm90_load_async(sQ, qp, a->q_stride_s, m0, sq.sq, a->hdim_q, BM, D, 128, 128, tid);
                 CKT__F9_ANNOUNCE(qbar);
             }
             const int kv_row0 = kv.ids || !a->group_mode ? 0 : sq.k_start, kv_entry = a->group_mode ? 0 : kv.cb;
             for (int i = 0; i <= nblocks; i++) {
                 for (int x = 0; x < 2; x++) { /* x 0: K_i, 1: V_{i-1} */
-                    const int j = i - x, s = j % S, n0 = n_lo + j * BN, cols = x ? DV : D;
+                    const int j = i - x, n0 = n_lo + j * BN, cols = x ? DV : D;
                     if (j < 0 || j >= nblocks)
                         continue;
+                    const unsigned g = kvc + (unsigned)j, s = g % S; /* the block's g-th key tile */
                     uint64_t *fb = x ? &full_v[s] : &full_k[s], *eb = x ? &empty_v[s] : &empty_k[s];
-                    const unsigned ephase = (unsigned)((j / S - 1) & 1);
+                    const unsigned ephase = (g / S - 1) & 1;
                     unsigned char *dst = x ? CKT__F9_SV(s) : CKT__F9_SK(s);
                     /* Only thread 0 waits on the ring's mbarriers; the others
                      * meet it on a named barrier before a tile they copy. (A
@@ -241,7 +295,7 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
                         /* TMA: a tile inside the entry, on valid pages */
                         if (tid != 0)
                             continue;
-                        if (j >= S)
+                        if (g >= S)
                             ckt_mbar_wait(eb, ephase);
                         ckt_mbar_arrive_expect_tx(fb, (unsigned)(BN * cols * 2));
                         /* rows r .. r + box: one page's (paged), else the tile */
@@ -256,7 +310,7 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
                                                 entry, fb);
                         }
                     } else { /* the 128 threads copy once thread 0 saw the stage free */
-                        if (tid == 0 && j >= S)
+                        if (tid == 0 && g >= S)
                             ckt_mbar_wait(eb, ephase);
                         ckt_named_barrier_sync(CKT__F9_PBAR, 128);
                         ckt_fmha_sm90_load_kv_async(dst, x ? vp : kp, &kv, pg.page_size, pg.num_pages,
@@ -266,9 +320,7 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
                     }
                 }
             }
-            return;
-        }
-        if (p.tma) { /* fp8: thread 0 issues the copies, the 128 transpose V */
+        } else if (p.tma) { /* fp8 (a tile a block): thread 0 issues the copies, the 128 transpose V */
             if (tid == 0) {
                 ckt_mbar_arrive_expect_tx(qbar, CKT__F9_Q_BYTES);
                 for (int c = 0; c < D * 2 / RB; c++)
@@ -299,9 +351,7 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
                     ckt_tma_load_4d(CKT__F9_SR(j % 2), &p.tv, 0, n0 + 2 * BN, hk, b, &vbar[j % 2]);
                 }
             }
-            return;
-        }
-        /* fp8, cp.async: zeros past the entry's rows and the call's head dims */
+        } else { /* fp8, cp.async (a tile a block): zeros past the entry's rows and the call's head dims */
         ckt_fmha_sm90_load_async(sQ, qp, a->q_stride_s, m0, sq.sq, a->hdim_q, BM, D, RB, 128, tid);
         CKT__F9_ANNOUNCE(qbar);
         for (int j = 0; j < nblocks; j++) {
@@ -322,14 +372,20 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
             if (tid == 0)
                 ckt_mbar_arrive(&full_v[s]);
         }
+        }
+        kvc += (unsigned)nblocks;
+        nt++;
+        }
         return;
     }
-
     /* >>consumers: warpgroup cw owns tile rows 64 cw .., its warp w rows 16 w .. */
     ckt_setmaxnreg_inc(CKT__F9_REGS_C);
+    if (cw == CKT__F9_NWG - 1)
+        CKT__F9_YOUR_TURN();
+    for (int64_t idx = ckt_block_idx_x(); idx < ntiles; idx = CKT__F9_PERSIST ? idx + ckt_grid_dim_x() : ntiles) {
+    CKT__F9_TILE(idx);
     enum { ROWS = CKT_FMHA_ROW_SLOTS(16) };
-    const int cw = wg - 1, wrow0 = m0 + 64 * cw + 16 * ((int)ckt_warp_id() % 4);
-    const float scale = a->scale > 0.0f ? a->scale : 1.0f / sqrtf((float)a->hdim_q);
+    const int wrow0 = m0 + 64 * cw + 16 * ((int)ckt_warp_id() % 4);
     float o_acc[DV / 2], row_m[ROWS], row_l[ROWS];
     CKT_UNROLL
     for (int i = 0; i < DV / 2; i++)
@@ -407,37 +463,28 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
      * a branch makes ptxas serialize the wgmmas). */
     uint32_t pf[FP8 ? BN / 8 : BN / 4];
     float s_acc[BN / 2];
-    int s_prev = 0;
-    /* ping-pong (FlashAttention-3): the warpgroups take turns, in order, to
-     * issue their wgmmas, so that one's softmax runs while another's
-     * products do: warpgroup cw waits on named barrier 1 + cw, on which the
-     * one before it arrives once it has issued (256 threads each); the
-     * last arrives first, so that the first goes first */
-#define CKT__F9_MY_TURN() ckt_named_barrier_sync(1 + cw, 256)
-#define CKT__F9_YOUR_TURN() ckt_named_barrier_arrive(1 + (cw + 1) % CKT__F9_NWG, 256)
-    if (cw == CKT__F9_NWG - 1)
-        CKT__F9_YOUR_TURN();
-    ckt_mbar_wait(qbar, 0);
+    unsigned s_prev = kvc % S; /* the stage of the tile whose P V is next */
+    ckt_mbar_wait(qbar, nt & 1);
     if (nblocks > 0) {
-        ckt_mbar_wait(&full_k[0], 0);
+        ckt_mbar_wait(&full_k[s_prev], (kvc / S) & 1);
         CKT__F9_MY_TURN();
-        CKT__F9_ISSUE_S(s_acc, 0);
+        CKT__F9_ISSUE_S(s_acc, s_prev);
         CKT__F9_YOUR_TURN();
         ckt_wgmma_wait0();
         ckt_wgmma_fence_operand(s_acc, BN / 2);
         if (lane == 0)
-            ckt_mbar_arrive(&empty_k[0]);
+            ckt_mbar_arrive(&empty_k[s_prev]);
         CKT__F9_SOFTMAX(n_lo);
         (void)corr; /* O is still 0 */
         (void)grew;
         CKT__F9_TO_P(pf, s_acc);
     }
     for (int j = 1; j < nblocks; j++) {
-        const int s = j % S;
-        ckt_mbar_wait(&full_k[s], (unsigned)((j / S) & 1));
+        const unsigned g = kvc + (unsigned)j, s = g % S; /* the block's g-th key tile */
+        ckt_mbar_wait(&full_k[s], (g / S) & 1);
         CKT__F9_MY_TURN();
         CKT__F9_ISSUE_S(s_acc, s);
-        ckt_mbar_wait(&full_v[s_prev], (unsigned)(((j - 1) / S) & 1));
+        ckt_mbar_wait(&full_v[s_prev], ((g - 1) / S) & 1);
         CKT__F9_ISSUE_PV(pf, s_prev);
         CKT__F9_YOUR_TURN();
         ckt_wgmma_wait1(); /* S_j is done (K_j is free), P_{j-1} V_{j-1} may still run */
@@ -458,8 +505,11 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
         CKT__F9_TO_P(pf, s_acc);
         s_prev = s;
     }
+    /* every S is done: Q may take the block's next tile's */
+    if (lane == 0)
+        ckt_mbar_arrive(qempty);
     if (nblocks > 0) { /* the last tile's P V */
-        ckt_mbar_wait(&full_v[s_prev], (unsigned)(((nblocks - 1) / S) & 1));
+        ckt_mbar_wait(&full_v[s_prev], ((kvc + (unsigned)nblocks - 1) / S) & 1);
         CKT__F9_MY_TURN();
         CKT__F9_ISSUE_PV(pf, s_prev);
         CKT__F9_YOUR_TURN();
@@ -469,10 +519,7 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
             ckt_mbar_arrive(&empty_v[s_prev]);
     }
 #undef CKT__F9_ISSUE_S
-#undef CKT__F9_ANNOUNCE
 #undef CKT__F9_SOFTMAX
-#undef CKT__F9_MY_TURN
-#undef CKT__F9_YOUR_TURN
 #undef CKT__F9_ISSUE_PV
 #undef CKT__F9_TO_P
 
@@ -494,6 +541,13 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
     if (a->lse)
         ckt_fmha_warp_store_lse(a->lse + ckt_fmha_row_offset(a->group_mode, b, h, sq.q_start, a->lse_stride_b, a->lse_stride_h, 1),
                                 row_m, row_l, wrow0, sq.sq, 16, lane);
+    kvc += (unsigned)nblocks;
+    nt++;
+    } /* the block's tiles */
+#undef CKT__F9_TILE
+#undef CKT__F9_ANNOUNCE
+#undef CKT__F9_MY_TURN
+#undef CKT__F9_YOUR_TURN
 #undef CKT__F9_SK
 #undef CKT__F9_SV
 #undef CKT__F9_SR
@@ -551,9 +605,21 @@ static inline ckt_status CKT__FMHA_FN(_sm90_run)(const ckt_fmha_fwd_args *a, ckt
      * path still beats mma.sync fp8. CKT_FMHA_SM90=1 takes them anyway. */
     if (!CKT__FMHA_FP8 && (!p.tma || p.box == 0) && !ckt_fmha_sm90_forced())
         return CKT_SUCCESS;
+    /* a block a tile, or (16-bit) a persistent grid of a block per
+     * multiprocessor (ckt_fmha_sm90_persistent) */
+    int64_t blocks = ckt_fmha_fwd_tiles(a->batch, a->nhead_q, a->seqlen_q, CKT__F9_BM);
+    if (CKT__F9_PERSIST && ckt_fmha_sm90_persistent(p.tma && p.exact && a->mask == CKT_MASK_NONE)) {
+        int mps = 0;
+        const ckt_status st = ckt_rt_multiprocessors(&mps);
+        if (st != CKT_SUCCESS)
+            return st;
+        if (mps > 0 && mps < blocks)
+            blocks = mps;
+    }
+    if (blocks > 0x7fffffff) /* the grid's x limit: blocks take several tiles */
+        blocks = 0x7fffffff;
     *ran = 1;
-    return ckt_rt_launch(CKT_KERNEL_REF(CKT__FMHA_FN(_sm90_kernel)),
-                         ckt_fmha_fwd_grid(a->batch, a->nhead_q, a->seqlen_q, CKT__F9_BM, 1),
+    return ckt_rt_launch(CKT_KERNEL_REF(CKT__FMHA_FN(_sm90_kernel)), ckt_dim3_make((unsigned)blocks, 1, 1),
                          ckt_dim3_make(CKT__F9_THREADS, 1, 1), CKT__F9_SMEM_BYTES, stream, &p);
 }
 
@@ -561,6 +627,8 @@ static inline ckt_status CKT__FMHA_FN(_sm90_run)(const ckt_fmha_fwd_args *a, ckt
 #undef CKT__F9_NWG
 #undef CKT__F9_REGS_P
 #undef CKT__F9_REGS_C
+#undef CKT__F9_PERSIST
+#undef CKT_FMHA_SM90_PRODUCER_REGS
 #undef CKT__F9_PBAR
 #undef CKT_FMHA_SM90_CONSUMERS
 #undef CKT__F9_BN

@@ -12,6 +12,10 @@
  * tiles see the most keys, so the longest blocks start first and the short
  * ones fill the tail (FlashAttention-2 does the same).
  *
+ * A persistent kernel (the Hopper forward, ckt/fmha/fwd_sm90_body.h) runs
+ * fewer blocks than tiles on a 1-D grid: block x takes tiles x, x + gridDim.x,
+ * ... of ckt_fmha_fwd_tiles() in the same order (ckt_fmha_fwd_tile_of).
+ *
  * The backward's persistent partition lives in ckt/fmha/workspace.h.
  */
 #ifndef CKT_FMHA_SCHEDULE_H
@@ -41,6 +45,26 @@ CKT_INLINE CKT_DEVICE ckt_fmha_tile ckt_fmha_fwd_tile(int bm, int splits)
     t.split = splits > 1 ? z - t.b * splits : 0;
     t.h = (int)ckt_block_idx_y();
     t.m0 = (int)(ckt_grid_dim_x() - 1 - ckt_block_idx_x()) * bm;
+    return t;
+}
+
+/* The forward's tiles without splits: query tiles x heads x entries. */
+CKT_INLINE CKT_HOST_DEVICE int64_t ckt_fmha_fwd_tiles(int batch, int nhead_q, int seqlen_q, int bm)
+{
+    return (int64_t)CKT_CEIL_DIV(seqlen_q, bm) * nhead_q * batch;
+}
+
+/* Tile idx of ckt_fmha_fwd_tiles(), in the grid's block order (query tiles
+ * fastest, last first; then heads, then entries): mtiles query tiles of bm
+ * rows, nhead_q heads. */
+CKT_INLINE CKT_DEVICE ckt_fmha_tile ckt_fmha_fwd_tile_of(int64_t idx, int mtiles, int nhead_q, int bm)
+{
+    ckt_fmha_tile t;
+    const int64_t yz = idx / mtiles;
+    t.m0 = (mtiles - 1 - (int)(idx - yz * mtiles)) * bm;
+    t.h = (int)(yz % nhead_q);
+    t.b = (int)(yz / nhead_q);
+    t.split = 0;
     return t;
 }
 

@@ -164,6 +164,23 @@ static inline int ckt_fmha_sm90_no_tma(void)
     return v && strcmp(v, "1") == 0;
 }
 
+/* Whether a 16-bit call runs on a persistent grid (a block per
+ * multiprocessor taking several tiles: the next tile's loads overlap this
+ * one's epilogue): CKT_FMHA_SM90_PERSISTENT=1 always, =0 never, else
+ * `preferred` (the launcher's: batch-mode calls with TMA and no mask,
+ * whose tiles all take the same time; a causal grid's tiles do not, and
+ * the hardware's block scheduler balances them better than a fixed
+ * stride). docs/fmha.md#hopper. */
+static inline int ckt_fmha_sm90_persistent(int preferred)
+{
+    const char *v = getenv("CKT_FMHA_SM90_PERSISTENT");
+    if (v && strcmp(v, "1") == 0)
+        return 1;
+    if (v && strcmp(v, "0") == 0)
+        return 0;
+    return preferred;
+}
+
 #if defined(CKT_HAS_WGMMA)
 /* tile[r][c] (r < rows, c < cols: a [rows][cols] tile of 16-bit units in
  * column blocks of rb bytes (64 or 128), swizzled at rb) <- src[row0 + r][c],
