@@ -61,6 +61,9 @@
 #define CKT__F9_BN CKT_FMHA_SM90_BLOCK_N
 #elif CKT__FMHA_D <= 128
 #define CKT__F9_BN 128
+#elif CKT__FMHA_D == 256 && !CKT__FMHA_KVC /* FlashAttention-3's d256 tile: +3-16% over 64 (H100); the _kv
+                                           * twin keeps 64, whose pages of 64, 128, ... make TMA runs */
+#define CKT__F9_BN 80
 #else
 #define CKT__F9_BN 64
 #endif
@@ -71,9 +74,14 @@
 #endif
 #define CKT__F9_THREADS (128 * (CKT__F9_NWG + 1))
 /* registers a thread after setmaxnreg: producer, consumers (65536 a block) */
+/* the block's registers: its launch's per thread (65536 over the threads,
+ * a multiple of 8) times the threads; setmaxnreg.inc waits until the pool
+ * has them, so asking for more than that hangs (seen: 32 / 240 at two
+ * consumer warpgroups, 512 > 504 a thread-slot) */
+#define CKT__F9_POOL ((65536 / (128 * (CKT__F9_NWG + 1)) / 8 * 8) * (CKT__F9_NWG + 1))
 #ifdef CKT_FMHA_SM90_PRODUCER_REGS /* a tuning knob: a multiple of 8, 24 .. 256 */
 #define CKT__F9_REGS_P CKT_FMHA_SM90_PRODUCER_REGS
-#define CKT__F9_REGS_C ((512 - CKT__F9_REGS_P) / CKT__F9_NWG / 8 * 8)
+#define CKT__F9_REGS_C ((CKT__F9_POOL - CKT__F9_REGS_P) / CKT__F9_NWG / 8 * 8)
 #elif CKT__F9_NWG == 2 && CKT__FMHA_KVC /* the paged / ragged producer's state: 40 spilled after each wait */
 #define CKT__F9_REGS_P 56
 #define CKT__F9_REGS_C 224
@@ -116,6 +124,8 @@ CKT_STATIC_ASSERT(!CKT__FMHA_FP8 || (CKT__FMHA_D * 2 == CKT__FMHA_DV && (CKT__FM
                   "the Hopper forward takes fp8 head dims 64 and 128 (d == d_v)");
 CKT_STATIC_ASSERT((CKT__F9_NWG == 2 || CKT__F9_NWG == 3) && (CKT__F9_NWG == 2 || !CKT__FMHA_FP8),
                   "the Hopper forward takes 2 or 3 consumer warpgroups (fp8: 2)");
+CKT_STATIC_ASSERT(CKT__F9_REGS_P + CKT__F9_NWG * CKT__F9_REGS_C <= CKT__F9_POOL,
+                  "the Hopper forward's setmaxnreg split exceeds the block's registers (setmaxnreg.inc would hang)");
 CKT_STATIC_ASSERT(CKT__F9_STAGES >= 2, "the Hopper forward's K/V ring needs 2 stages or more (a consumer releases "
                   "tile j's stage after waiting for tile j + 1's)");
 
@@ -628,6 +638,7 @@ static inline ckt_status CKT__FMHA_FN(_sm90_run)(const ckt_fmha_fwd_args *a, ckt
 #undef CKT__F9_REGS_P
 #undef CKT__F9_REGS_C
 #undef CKT__F9_PERSIST
+#undef CKT__F9_POOL
 #undef CKT_FMHA_SM90_PRODUCER_REGS
 #undef CKT__F9_PBAR
 #undef CKT_FMHA_SM90_CONSUMERS
