@@ -133,16 +133,26 @@ static inline int ckt_fmha_sm90_maps(ckt_fmha_sm90_params *p, const ckt_fmha_fwd
  * environment says CKT_FMHA_FORCE_SM80=1; on the emulator's nv profile only
  * when CKT_FMHA_SM90=1 (the tests run it so; the mma.sync kernel stays the
  * emulator's default). */
+/* The Hopper kernel's environment switches: variable `name` = "1" -> 1,
+ * "0" -> 0, unset or anything else -> dflt. */
+static inline int ckt_fmha_sm90_env_flag(const char *name, int dflt)
+{
+    const char *v = getenv(name);
+    if (v && strcmp(v, "1") == 0)
+        return 1;
+    if (v && strcmp(v, "0") == 0)
+        return 0;
+    return dflt;
+}
+
 static inline int ckt_fmha_sm90_forced(void)
 {
-    const char *on = getenv("CKT_FMHA_SM90");
-    return on && strcmp(on, "1") == 0;
+    return ckt_fmha_sm90_env_flag("CKT_FMHA_SM90", 0);
 }
 
 static inline int ckt_fmha_sm90_wanted(int binary_version, int preferred)
 {
-    const char *force = getenv("CKT_FMHA_FORCE_SM80");
-    if (force && strcmp(force, "1") == 0)
+    if (ckt_fmha_sm90_env_flag("CKT_FMHA_FORCE_SM80", 0))
         return 0;
     const int forced = ckt_fmha_sm90_forced();
 #if defined(CKT_BACKEND_CPU)
@@ -160,8 +170,7 @@ static inline int ckt_fmha_sm90_wanted(int binary_version, int preferred)
  * could (for tests of that path on batch-mode calls). */
 static inline int ckt_fmha_sm90_no_tma(void)
 {
-    const char *v = getenv("CKT_FMHA_SM90_NO_TMA");
-    return v && strcmp(v, "1") == 0;
+    return ckt_fmha_sm90_env_flag("CKT_FMHA_SM90_NO_TMA", 0);
 }
 
 /* Whether a 16-bit call runs on a persistent grid (a block per
@@ -173,12 +182,7 @@ static inline int ckt_fmha_sm90_no_tma(void)
  * stride). docs/fmha.md#hopper. */
 static inline int ckt_fmha_sm90_persistent(int preferred)
 {
-    const char *v = getenv("CKT_FMHA_SM90_PERSISTENT");
-    if (v && strcmp(v, "1") == 0)
-        return 1;
-    if (v && strcmp(v, "0") == 0)
-        return 0;
-    return preferred;
+    return ckt_fmha_sm90_env_flag("CKT_FMHA_SM90_PERSISTENT", preferred);
 }
 
 #if defined(CKT_HAS_WGMMA)
