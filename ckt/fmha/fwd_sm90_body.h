@@ -25,6 +25,13 @@
  *                           V MN-major (fp8: V^T K-major)
  *   epilogue straight from the registers (ckt/fmha/epilogue.h).
  *
+ *   a 1-D grid over the tiles (ckt/fmha/schedule.h): a block a tile, or a
+ *   persistent grid of a block per multiprocessor (batch-mode calls without
+ *   a mask on the plain 16-bit instances at two consumer warpgroups:
+ *   CKT__F9_PERSIST, ckt_fmha_sm90_persistent), whose producer loads the
+ *   next tile's Q (after qempty), K and V while the consumers finish this
+ *   one's; the ring's phases run on over a block's tiles.
+ *
  * fp8 instances (e4m3 Q, K, V; head dims 64 and 128): wgmma k32 e4m3, both
  * operands K-major, so the producer warpgroup also transposes each V tile
  * (TMA'd into a staging ring of two) into V^T in the permuted key order of
