@@ -2,7 +2,7 @@
 """A / B of two builds of libckt_fmha's forward in one process, on the same
 tensors, alternating: whether a change cost the forward speed.
 
-    python3 bench/fmha_ab.py OLD.so NEW.so [--dims 64,128] [--seqlens 1024,4096,16384] [--rounds 3] [--varlen]
+    python3 bench/fmha_ab.py OLD.so NEW.so [--dims 64,128] [--seqlens 1024,4096,16384] [--rounds 3] [--varlen] [--causal 0,1]
 
 FlashAttention's grid (hidden 2048, b * s = 16k tokens, [b, s, h, d] bf16),
 causal and not. Each round times A then B (median of --repeat, L2 flushed
@@ -32,13 +32,14 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--varlen", action="store_true")
+    ap.add_argument("--causal", default="0,1", help="the masks: 0 none, 1 causal")
     args = ap.parse_args()
     libs = [ckt_fmha.Lib(args.a, check_abi=False), ckt_fmha.Lib(args.b)]
     flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     print(f"# {torch.cuda.get_device_name()}: A = {args.a}, B = {args.b}; ratio = time A / time B (> 1: B faster)")
     print(f"{'causal':>6} {'d':>4} {'s':>6} {'A ms':>8} {'B ms':>8} {'ratio':>6}")
     ratios = []
-    for causal in (0, 1):
+    for causal in (int(x) for x in args.causal.split(",")):
         for d in (int(x) for x in args.dims.split(",")):
             h = 2048 // d
             for s in (int(x) for x in args.seqlens.split(",")):

@@ -654,9 +654,22 @@ static inline size_t CKT__FMHA_FN(_workspace_bytes)(const ckt_fmha_fwd_args *a)
       CKT__FMHA_DV <= 256) ||                                                                                     \
      (CKT__FMHA_FP8 && (CKT__FMHA_DV == 64 || CKT__FMHA_DV == 128) && CKT__FMHA_D * 2 == CKT__FMHA_DV))
 #define CKT__FMHA_SM90 1
+/* d64 (plain 16-bit instances): a second, narrow kernel of 128-row tiles
+ * for short causal calls (fwd_sm90_body.h; not where a knob sets the
+ * consumer warpgroups) */
+#if CKT__FMHA_D == 64 && CKT__FMHA_DV == 64 && !CKT__FMHA_FP8 && !CKT__FMHA_KVC && !defined(CKT_FMHA_SM90_CONSUMERS)
+#define CKT__FMHA_SM90N 1
+#else
+#define CKT__FMHA_SM90N 0
+#endif
 #include "ckt/fmha/fwd_sm90_body.h"
+#if CKT__FMHA_SM90N
+#define CKT__F9_NARROW 1
+#include "ckt/fmha/fwd_sm90_body.h"
+#endif
 #else
 #define CKT__FMHA_SM90 0
+#define CKT__FMHA_SM90N 0
 #endif
 
 static inline ckt_status CKT__FMHA_FN(_launch)(const ckt_fmha_fwd_args *a, ckt_stream stream)
@@ -721,7 +734,13 @@ static inline ckt_status CKT__FMHA_FN(_launch)(const ckt_fmha_fwd_args *a, ckt_s
 #if CKT__FMHA_SM90
     { /* calls the Hopper kernel takes (on an sm_90 device) go there */
         int ran;
-        st = CKT__FMHA_FN(_sm90_run)(&k, stream, &ran);
+#if CKT__FMHA_SM90N
+        if (ckt_fmha_sm90_narrow((k.mask == CKT_MASK_CAUSAL_TOP_LEFT || k.mask == CKT_MASK_CAUSAL_BOTTOM_RIGHT) &&
+                                 k.seqlen_q <= 4096))
+            st = CKT__FMHA_FN(_sm90n_run)(&k, stream, &ran);
+        else
+#endif
+            st = CKT__FMHA_FN(_sm90_run)(&k, stream, &ran);
         if (ran)
             return st;
     }
@@ -762,6 +781,7 @@ static inline ckt_status CKT__FMHA_FN(_launch)(const ckt_fmha_fwd_args *a, ckt_s
 #undef CKT__FMHA_MMA_IN
 #undef CKT__FMHA_HAS_KERNEL
 #undef CKT__FMHA_SM90
+#undef CKT__FMHA_SM90N
 #undef CKT__FMHA_DROP_K
 #undef CKT__FMHA_BIAS_K
 #undef CKT__FMHA_D

@@ -1,9 +1,10 @@
 /* ckt/fmha/fwd_sm90_body.h — the forward on Hopper's instructions, a
  * fragment of ckt/fmha/fwd_body.h (included there once per instance whose
  * head dims are multiples of 64 up to 256 with 16-bit inputs, or 64 / 128
- * with fp8 ones; unpacked). Defines NAME_sm90_kernel and NAME_sm90_run (the
- * instance's launcher calls it first; it declines calls the kernel does not
- * take).
+ * with fp8 ones; unpacked; the plain 16-bit d64 instances include it a
+ * second time for a narrow kernel). Defines NAME_sm90_kernel and
+ * NAME_sm90_run (the instance's launcher calls it first; it declines calls
+ * the kernel does not take), NAME_sm90n_... for the narrow kernel.
  *
  * The same algorithm and shared modules as the mma.sync kernel (mask,
  * online softmax, soft-cap, sinks, epilogue: a wgmma accumulator's warp
@@ -11,7 +12,9 @@
  * structure:
  *
  *   block of 64 NWG query rows, 128 (NWG + 1) threads: NWG = 3 consumer
- *   warpgroups at d64, else 2
+ *   warpgroups at d64, else 2 (and in d64's narrow kernel, which takes
+ *   causal calls up to 4096 query rows: the 128-row tile wastes less of
+ *   the diagonal; H200 s2048 +15%, s4096 +6%, s8192 -5%)
  *     warpgroup 0, producer: Q once, then K_j, V_j into a ring of
  *       CKT_FMHA_SM90_STAGES (2) stages (TMA 4-D tiles when the tensors
  *       allow, else cp.async by its 128 threads), K and V each announced
@@ -27,10 +30,12 @@
  *
  *   a 1-D grid over the tiles (ckt/fmha/schedule.h): a block a tile, or a
  *   persistent grid of a block per multiprocessor (batch-mode calls without
- *   a mask on the plain 16-bit instances at two consumer warpgroups:
- *   CKT__F9_PERSIST, ckt_fmha_sm90_persistent), whose producer loads the
- *   next tile's Q (after qempty), K and V while the consumers finish this
- *   one's; the ring's phases run on over a block's tiles.
+ *   a mask, or causal up to 64 query tiles, on the plain 16-bit instances
+ *   at two consumer warpgroups: CKT__F9_PERSIST, ckt_fmha_sm90_persistent),
+ *   whose producer loads the next tile's Q (after qempty), K and V while
+ *   the consumers finish this one's; the ring's phases run on over a
+ *   block's tiles. Causal grids take their tiles in pairs of a long and a
+ *   short one, whose work sums to the same.
  *
  * fp8 instances (e4m3 Q, K, V; head dims 64 and 128): wgmma k32 e4m3, both
  * operands K-major, so the producer warpgroup also transposes each V tile
@@ -51,11 +56,24 @@
 
 #include "ckt/fmha/sm90.h"
 
+/* the kernel's and its launcher's names: NAME_sm90_kernel, NAME_sm90_run;
+ * CKT__F9_NARROW (fwd_body.h's second Hopper kernel of the d64 instances,
+ * at two consumer warpgroups for short causal calls): NAME_sm90n_... */
+#if defined(CKT__F9_NARROW)
+#define CKT__F9_KERNEL _sm90n_kernel
+#define CKT__F9_RUN _sm90n_run
+#else
+#define CKT__F9_KERNEL _sm90_kernel
+#define CKT__F9_RUN _sm90_run
+#endif
+
 /* consumer warpgroups of 64 query rows: 3 at d64 (FlashAttention-3's
  * 192-row tile: the softmax there outweighs the MMAs, so a third
- * warpgroup's turn hides it), else 2 */
+ * warpgroup's turn hides it; d64's narrow kernel has 2), else 2 */
 #ifdef CKT_FMHA_SM90_CONSUMERS /* a tuning knob: 2 or 3 */
 #define CKT__F9_NWG CKT_FMHA_SM90_CONSUMERS
+#elif defined(CKT__F9_NARROW)
+#define CKT__F9_NWG 2
 #elif CKT__FMHA_D == 64 && CKT__FMHA_DV == 64 && !CKT__FMHA_FP8
 #define CKT__F9_NWG 3
 #else
@@ -161,7 +179,7 @@ CKT_STATIC_ASSERT(CKT__F9_STAGES >= 2, "the Hopper forward's K/V ring needs 2 st
     } while (0)
 #endif
 
-CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params, p, CKT__F9_THREADS, 1)
+CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(CKT__F9_KERNEL), ckt_fmha_sm90_params, p, CKT__F9_THREADS, 1)
 {
 #if defined(CKT_HAS_WGMMA)
     enum { D = CKT__FMHA_D, DV = CKT__FMHA_DV, BM = CKT__F9_BM, BN = CKT__F9_BN, S = CKT__F9_STAGES,
@@ -178,13 +196,14 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
     uint64_t *vbar = empty_v + S;
     uint64_t *qempty = vbar + 2;
     const int tid = (int)ckt_thread_idx_x(), wg = tid / 128, lane = (int)ckt_lane_id(), cw = wg - 1;
-    /* the tiles (ckt/fmha/schedule.h): block x takes tiles x, x + gridDim.x,
-     * ...: one on a grid of every tile, several on a persistent grid of a
-     * block per multiprocessor, where the producer loads the next tile's Q,
-     * K and V while the consumers finish this one's (CKT__F9_PERSIST
-     * instances) */
+    /* the tiles (ckt/fmha/schedule.h): block x takes slots x, x + gridDim.x,
+     * ... (under a causal mask the pairs of slots 2x, 2x + 1, then
+     * gridDim.x pairs on: p.paired): one on a grid of every tile, several on
+     * a persistent grid of a block per multiprocessor, where the producer
+     * loads the next tile's Q, K and V while the consumers finish this one's
+     * (CKT__F9_PERSIST instances) */
     const int mtiles = CKT_CEIL_DIV(a->seqlen_q, BM);
-    const int64_t ntiles = ckt_fmha_fwd_tiles(a->batch, a->nhead_q, a->seqlen_q, BM);
+    const int64_t ntiles = ckt_fmha_fwd_slots(a->batch, a->nhead_q, a->seqlen_q, BM, p.paired);
     const ckt_fmha_paging pg = CKT_FMHA_PAGING(*a);
     /* V's row in 16-bit units (fp8: two bytes each) */
     const int v_cols = FP8 ? a->hdim_v / 2 : a->hdim_v, DVU = FP8 ? DV / 2 : DV;
@@ -236,7 +255,7 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
      * tiles, as the mma.sync kernel (fwd_body.h): each role's loop over the
      * block's tiles starts with it; tiles past their entry are skipped */
 #define CKT__F9_TILE(idx)                                                                                              \
-    const ckt_fmha_tile t = ckt_fmha_fwd_tile_of(idx, mtiles, a->nhead_q, BM);                                         \
+    const ckt_fmha_tile t = ckt_fmha_fwd_tile_of(idx, mtiles, a->nhead_q, BM, p.paired);                                     \
     const int b = t.b, h = t.h, m0 = t.m0;                                                                             \
     const ckt_fmha_seq sq = ckt_fmha_seq_resolve(a->group_mode, a->seqstart_q, a->seqstart_k, a->seqlen_q_ptr,         \
                                                  a->seqlen_k_ptr, a->seqlen_q, a->seqlen_k, b);                        \
@@ -256,12 +275,15 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
     n_lo = n_lo / BN * BN;                                                                                             \
     const int nblocks = n_hi > n_lo ? CKT_CEIL_DIV(n_hi - n_lo, BN) : 0;
 
+/* the block's next tile: on a grid of every tile there is none */
+#define CKT__F9_NEXT(idx) (CKT__F9_PERSIST ? ckt_fmha_fwd_next_tile(idx, ckt_grid_dim_x(), p.paired) : ntiles)
+
     unsigned kvc = 0, nt = 0; /* the key tiles and the tiles this block took so far */
     if (wg == 0) { /* >>producer */
         ckt_setmaxnreg_dec(CKT__F9_REGS_P);
         if (!FP8 && p.tma && p.exact && tid != 0) /* thread 0 issues every copy */
             return;
-        for (int64_t idx = ckt_block_idx_x(); idx < ntiles; idx = CKT__F9_PERSIST ? idx + ckt_grid_dim_x() : ntiles) {
+        for (int64_t idx = ckt_fmha_fwd_first_tile(ckt_block_idx_x(), p.paired); idx < ntiles; idx = CKT__F9_NEXT(idx)) {
         CKT__F9_TILE(idx);
         const int hk = ckt_fmha_kv_head(h, a->nhead_q, a->nhead_k);
         /* Q, O: the entry's rows; K, V: the entry's (cache entry kv.cb's), or a
@@ -399,7 +421,7 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
     ckt_setmaxnreg_inc(CKT__F9_REGS_C);
     if (cw == CKT__F9_NWG - 1)
         CKT__F9_YOUR_TURN();
-    for (int64_t idx = ckt_block_idx_x(); idx < ntiles; idx = CKT__F9_PERSIST ? idx + ckt_grid_dim_x() : ntiles) {
+    for (int64_t idx = ckt_fmha_fwd_first_tile(ckt_block_idx_x(), p.paired); idx < ntiles; idx = CKT__F9_NEXT(idx)) {
     CKT__F9_TILE(idx);
     enum { ROWS = CKT_FMHA_ROW_SLOTS(16) };
     const int wrow0 = m0 + 64 * cw + 16 * ((int)ckt_warp_id() % 4);
@@ -562,6 +584,7 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
     nt++;
     } /* the block's tiles */
 #undef CKT__F9_TILE
+#undef CKT__F9_NEXT
 #undef CKT__F9_ANNOUNCE
 #undef CKT__F9_MY_TURN
 #undef CKT__F9_YOUR_TURN
@@ -576,7 +599,7 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(_sm90_kernel), ckt_fmha_sm90_params
 /* Runs a on the Hopper kernel when the device, the build and the call allow
  * (*ran = 1, the launch's status), else leaves it to the caller (*ran = 0).
  * a: validated, its split count resolved. */
-static inline ckt_status CKT__FMHA_FN(_sm90_run)(const ckt_fmha_fwd_args *a, ckt_stream stream, int *ran)
+static inline ckt_status CKT__FMHA_FN(CKT__F9_RUN)(const ckt_fmha_fwd_args *a, ckt_stream stream, int *ran)
 {
     *ran = 0;
     if (a->bias || a->alibi_slopes || a->p_drop > 0.0f || a->randval || a->num_splits > 1 ||
@@ -594,7 +617,7 @@ static inline ckt_status CKT__FMHA_FN(_sm90_run)(const ckt_fmha_fwd_args *a, ckt
         binary_version = versions[dev] - 1;
     else {
         cudaFuncAttributes fa;
-        binary_version = cudaFuncGetAttributes(&fa, (const void *)CKT_KERNEL_REF(CKT__FMHA_FN(_sm90_kernel))) ==
+        binary_version = cudaFuncGetAttributes(&fa, (const void *)CKT_KERNEL_REF(CKT__FMHA_FN(CKT__F9_KERNEL))) ==
                                  cudaSuccess
                              ? fa.binaryVersion
                              : 0;
@@ -625,22 +648,34 @@ static inline ckt_status CKT__FMHA_FN(_sm90_run)(const ckt_fmha_fwd_args *a, ckt
     /* a block a tile, or (16-bit) a persistent grid of a block per
      * multiprocessor (ckt_fmha_sm90_persistent) */
     int64_t blocks = ckt_fmha_fwd_tiles(a->batch, a->nhead_q, a->seqlen_q, CKT__F9_BM);
-    if (CKT__F9_PERSIST && ckt_fmha_sm90_persistent(p.tma && p.exact && a->mask == CKT_MASK_NONE)) {
+    /* causal calls up to 64 query tiles (H200, d128 and d256 against a
+     * block a tile: s1024-8192 +4-16%, s16384 -2-4%: a pair is a coarse
+     * unit for the last round of pairs) */
+    const int causal = a->mask == CKT_MASK_CAUSAL_TOP_LEFT || a->mask == CKT_MASK_CAUSAL_BOTTOM_RIGHT;
+    const int short_causal = causal && CKT_CEIL_DIV(a->seqlen_q, CKT__F9_BM) <= 64;
+    if (CKT__F9_PERSIST && ckt_fmha_sm90_persistent(p.tma && p.exact && (a->mask == CKT_MASK_NONE || short_causal))) {
         int mps = 0;
         const ckt_status st = ckt_rt_multiprocessors(&mps);
         if (st != CKT_SUCCESS)
             return st;
+        /* causal: pairs of a long and a short tile (ckt/fmha/schedule.h) */
+        p.paired = ckt_fmha_sm90_paired(causal);
+        if (p.paired)
+            blocks = ckt_fmha_fwd_slots(a->batch, a->nhead_q, a->seqlen_q, CKT__F9_BM, 1) / 2;
         if (mps > 0 && mps < blocks)
             blocks = mps;
     }
     if (blocks > 0x7fffffff) /* the grid's x limit: blocks take several tiles */
         blocks = 0x7fffffff;
     *ran = 1;
-    return ckt_rt_launch(CKT_KERNEL_REF(CKT__FMHA_FN(_sm90_kernel)), ckt_dim3_make((unsigned)blocks, 1, 1),
+    return ckt_rt_launch(CKT_KERNEL_REF(CKT__FMHA_FN(CKT__F9_KERNEL)), ckt_dim3_make((unsigned)blocks, 1, 1),
                          ckt_dim3_make(CKT__F9_THREADS, 1, 1), CKT__F9_SMEM_BYTES, stream, &p);
 }
 
 #undef CKT__F9_BM
+#undef CKT__F9_KERNEL
+#undef CKT__F9_RUN
+#undef CKT__F9_NARROW
 #undef CKT__F9_NWG
 #undef CKT__F9_REGS_P
 #undef CKT__F9_REGS_C

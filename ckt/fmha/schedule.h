@@ -14,7 +14,9 @@
  *
  * A persistent kernel (the Hopper forward, ckt/fmha/fwd_sm90_body.h) runs
  * fewer blocks than tiles on a 1-D grid: block x takes tiles x, x + gridDim.x,
- * ... of ckt_fmha_fwd_tiles() in the same order (ckt_fmha_fwd_tile_of).
+ * ... of ckt_fmha_fwd_tiles() in the same order (ckt_fmha_fwd_tile_of), or
+ * under a causal mask pairs of a long and a short tile of one (batch, head)
+ * (ckt_fmha_fwd_first_tile, ckt_fmha_fwd_next_tile).
  *
  * The backward's persistent partition lives in ckt/fmha/workspace.h.
  */
@@ -54,18 +56,51 @@ CKT_INLINE CKT_HOST_DEVICE int64_t ckt_fmha_fwd_tiles(int batch, int nhead_q, in
     return (int64_t)CKT_CEIL_DIV(seqlen_q, bm) * nhead_q * batch;
 }
 
-/* Tile idx of ckt_fmha_fwd_tiles(), in the grid's block order (query tiles
- * fastest, last first; then heads, then entries): mtiles query tiles of bm
- * rows, nhead_q heads. */
-CKT_INLINE CKT_DEVICE ckt_fmha_tile ckt_fmha_fwd_tile_of(int64_t idx, int mtiles, int nhead_q, int bm)
+/* A persistent grid's tile slots: ckt_fmha_fwd_tiles() in the grid's
+ * order (paired 0), or (paired 1, under a causal mask) two a pair of a
+ * (batch, head)'s query tiles: its longest and its shortest, the second
+ * longest and the second shortest, ...; of an odd count of query tiles the
+ * middle one is a pair alone, its second slot empty. A pair sees mtiles + 1
+ * query tiles' worth of keys (tiles m and mtiles - 1 - m see m + 1 and
+ * mtiles - m), so blocks that take as many pairs finish together. */
+CKT_INLINE CKT_HOST_DEVICE int64_t ckt_fmha_fwd_slots(int batch, int nhead_q, int seqlen_q, int bm, int paired)
+{
+    const int64_t mtiles = CKT_CEIL_DIV(seqlen_q, bm);
+    return paired ? (mtiles + 1) / 2 * 2 * nhead_q * batch : mtiles * nhead_q * batch;
+}
+
+/* The tile in slot idx of ckt_fmha_fwd_slots(): mtiles query tiles of bm
+ * rows a (batch, head), nhead_q heads; heads, then entries, run slowest. An
+ * empty slot has m0 = mtiles * bm, past every entry's rows. */
+CKT_INLINE CKT_HOST_DEVICE ckt_fmha_tile ckt_fmha_fwd_tile_of(int64_t idx, int mtiles, int nhead_q, int bm, int paired)
 {
     ckt_fmha_tile t;
-    const int64_t yz = idx / mtiles;
-    t.m0 = (mtiles - 1 - (int)(idx - yz * mtiles)) * bm;
+    const int64_t per = paired ? (mtiles + 1) / 2 * 2 : mtiles; /* slots a (batch, head) */
+    const int64_t yz = idx / per;
+    const int pos = (int)(idx - yz * per);
+    int m = mtiles - 1 - pos; /* the grid's order: last tile first */
+    if (paired) {
+        const int i = pos / 2;
+        m = pos & 1 ? (i == mtiles - 1 - i ? mtiles : i) : mtiles - 1 - i;
+    }
+    t.m0 = m * bm;
     t.h = (int)(yz % nhead_q);
     t.b = (int)(yz / nhead_q);
     t.split = 0;
     return t;
+}
+
+/* A persistent block's slots (blocks: the grid's size, block: this one's
+ * index): its first, then each next one's; past ckt_fmha_fwd_slots() it is
+ * done. paired 0: slots block, block + blocks, ...; paired 1: the pair
+ * 2 block, 2 block + 1, then the pair `blocks` pairs on, ... */
+CKT_INLINE CKT_HOST_DEVICE int64_t ckt_fmha_fwd_first_tile(int64_t block, int paired)
+{
+    return paired ? 2 * block : block;
+}
+CKT_INLINE CKT_HOST_DEVICE int64_t ckt_fmha_fwd_next_tile(int64_t idx, int64_t blocks, int paired)
+{
+    return !paired ? idx + blocks : (idx & 1) ? idx - 1 + 2 * blocks : idx + 1;
 }
 
 #endif /* CKT_FMHA_SCHEDULE_H */

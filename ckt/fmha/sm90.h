@@ -44,6 +44,7 @@ typedef struct ckt_fmha_sm90_params {
     ckt_tma_desc tq, tk, tv; /* first: 64-byte aligned */
     ckt_fmha_fwd_args a;
     int tma, exact, box;
+    int paired; /* a persistent grid's tiles in pairs (ckt_fmha_fwd_tile_of) */
 } ckt_fmha_sm90_params;
 
 /* The rows of a map over a packed group-mode tensor: its length is on the
@@ -176,13 +177,30 @@ static inline int ckt_fmha_sm90_no_tma(void)
 /* Whether a 16-bit call runs on a persistent grid (a block per
  * multiprocessor taking several tiles: the next tile's loads overlap this
  * one's epilogue): CKT_FMHA_SM90_PERSISTENT=1 always, =0 never, else
- * `preferred` (the launcher's: batch-mode calls with TMA and no mask,
- * whose tiles all take the same time; a causal grid's tiles do not, and
- * the hardware's block scheduler balances them better than a fixed
- * stride). docs/fmha.md#hopper. */
+ * `preferred` (the launcher's: batch-mode calls with TMA, unmasked or
+ * causal; ragged and windowed grids keep a block a tile, where the
+ * hardware's block scheduler balances tiles of unequal work better than a
+ * fixed stride). docs/fmha.md#hopper. */
 static inline int ckt_fmha_sm90_persistent(int preferred)
 {
     return ckt_fmha_sm90_env_flag("CKT_FMHA_SM90_PERSISTENT", preferred);
+}
+
+/* Whether a persistent grid takes its tiles in pairs of a long and a short
+ * one (ckt_fmha_fwd_tile_of): CKT_FMHA_SM90_PAIRED=1 always, =0 never, else
+ * `preferred` (the launcher's: under a causal mask). */
+static inline int ckt_fmha_sm90_paired(int preferred)
+{
+    return ckt_fmha_sm90_env_flag("CKT_FMHA_SM90_PAIRED", preferred);
+}
+
+/* Whether a d64 call runs on the instance's narrow kernel (two consumer
+ * warpgroups, 128-row tiles) rather than its three-warpgroup one:
+ * CKT_FMHA_SM90_NARROW=1 always, =0 never, else `preferred` (the
+ * launcher's: causal calls up to 4096 query rows). */
+static inline int ckt_fmha_sm90_narrow(int preferred)
+{
+    return ckt_fmha_sm90_env_flag("CKT_FMHA_SM90_NARROW", preferred);
 }
 
 #if defined(CKT_HAS_WGMMA)
