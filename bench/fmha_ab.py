@@ -2,7 +2,7 @@
 """A / B of two builds of libckt_fmha's forward in one process, on the same
 tensors, alternating: whether a change cost the forward speed.
 
-    python3 bench/fmha_ab.py OLD.so NEW.so [--dims 64,128] [--seqlens 1024,4096,16384] [--rounds 3] [--varlen] [--causal 0,1]
+    python3 bench/fmha_ab.py OLD.so NEW.so [--dims 64,128] [--seqlens 1024,4096,16384] [--rounds 3] [--varlen] [--causal 0,1] [--p-drop 0.1]
 
 FlashAttention's grid (hidden 2048, b * s = 16k tokens, [b, s, h, d] bf16),
 causal and not. Each round times A then B (median of --repeat, L2 flushed
@@ -33,6 +33,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--varlen", action="store_true")
     ap.add_argument("--causal", default="0,1", help="the masks: 0 none, 1 causal")
+    ap.add_argument("--p-drop", type=float, default=0.0, help="dropout probability (batch mode; seed 7)")
     args = ap.parse_args()
     libs = [ckt_fmha.Lib(args.a, check_abi=False), ckt_fmha.Lib(args.b)]
     flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
@@ -55,7 +56,12 @@ def main():
                                for _ in range(3))
 
                     def run(lib, o):
-                        lib.fwd(q, k, v, out=o, causal=bool(causal))
+                        if args.p_drop > 0.0:
+                            a = lib.fwd_args(q, k, v, o, causal=bool(causal))
+                            a.p_drop, a.drop_seed, a.drop_offset = args.p_drop, 7, 1
+                            lib.run(a, torch.cuda.current_stream().cuda_stream)
+                        else:
+                            lib.fwd(q, k, v, out=o, causal=bool(causal))
                 outs = [torch.empty_like(q) for _ in libs]
                 ta, tb, rs = [], [], []
                 for _ in range(args.rounds):
