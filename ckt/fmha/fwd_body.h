@@ -21,6 +21,11 @@
  * with CKT_ERROR_UNSUPPORTED.
  * Optional: CKT_FMHA_KV_CACHE 0 compiles the instance without the KV cache
  * (plain tensors only, 2% faster on H200; fits() declines cache calls).
+ * CKT_FMHA_BIAS 0 / CKT_FMHA_DROPOUT 0 leave out the bias / ALiBi kernel and
+ * the dropout kernel, the costliest to compile (nvcc sm_90a, a d128 bf16
+ * instance on a 2-core machine: 11.5 s with both, 5.2 s without): fits()
+ * declines, and the launcher refuses with CKT_ERROR_UNSUPPORTED, calls that
+ * set bias / alibi_slopes or p_drop.
  * and the kernels my_attn_d128_bf16_kernel, _drop_kernel (with dropout), _bias_kernel (with
  * bias or ALiBi, and dropout if asked),
  * _combine_kernel (split-KV) and _randval_kernel (dropout's random bytes, for tests),
@@ -112,6 +117,19 @@
 #define CKT__FMHA_KVC CKT_FMHA_KV_CACHE
 #else
 #define CKT__FMHA_KVC 1
+#endif
+
+/* optional: 0 leaves out the bias / ALiBi kernel, the dropout kernel
+ * (compile time; the launcher refuses calls that need them) */
+#ifdef CKT_FMHA_BIAS
+#define CKT__FMHA_HAS_BIAS CKT_FMHA_BIAS
+#else
+#define CKT__FMHA_HAS_BIAS 1
+#endif
+#ifdef CKT_FMHA_DROPOUT
+#define CKT__FMHA_HAS_DROP CKT_FMHA_DROPOUT
+#else
+#define CKT__FMHA_HAS_DROP 1
 #endif
 
 #include "ckt/fmha/args.h"
@@ -509,20 +527,25 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS
     CKT__FMHA_FN(_body)(a, 0, 0);
 }
 
-#if !CKT__FMHA_FP8 /* fp8 takes neither dropout nor bias (validation refuses them) */
+/* fp8 takes neither dropout nor bias (validation refuses them); an
+ * instance without one (CKT_FMHA_BIAS / CKT_FMHA_DROPOUT 0) refuses its
+ * calls in the launcher, which names the plain kernel for them */
+#if !CKT__FMHA_FP8 && CKT__FMHA_HAS_DROP
 CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_drop_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS)
 {
     CKT__FMHA_FN(_body)(a, 0, 1);
 }
-
-CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_bias_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS)
-{
-    CKT__FMHA_FN(_body)(a, 1, 2);
-}
 #define CKT__FMHA_DROP_K _drop_kernel
-#define CKT__FMHA_BIAS_K _bias_kernel
 #else
 #define CKT__FMHA_DROP_K _kernel
+#endif
+#if !CKT__FMHA_FP8 && CKT__FMHA_HAS_BIAS
+CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_bias_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_THREADS)
+{
+    CKT__FMHA_FN(_body)(a, 1, CKT__FMHA_HAS_DROP ? 2 : 0);
+}
+#define CKT__FMHA_BIAS_K _bias_kernel
+#else
 #define CKT__FMHA_BIAS_K _kernel
 #endif
 
@@ -600,7 +623,8 @@ static inline int CKT__FMHA_FN(_fits)(const ckt_fmha_fwd_args *a)
     return CKT__FMHA_SUPPORTED && a && a->dtype == (CKT_FMHA_DTYPE) && (!CKT__FMHA_FP8 || a->o_dtype == (CKT__FMHA_OUT)) &&
            a->hdim_q > 0 && a->hdim_q <= CKT_FMHA_HDIM &&
            a->hdim_v > 0 && a->hdim_v <= CKT__FMHA_DV && a->hdim_q % 8 == 0 && a->hdim_v % 8 == 0 &&
-           (CKT__FMHA_KVC || !ckt_fmha_fwd_uses_kv_cache(a));
+           (CKT__FMHA_KVC || !ckt_fmha_fwd_uses_kv_cache(a)) &&
+           (CKT__FMHA_HAS_BIAS || (!a->bias && !a->alibi_slopes)) && (CKT__FMHA_HAS_DROP || !(a->p_drop > 0.0f));
 }
 
 /* The split count a call runs with: num_splits when >= 1; 0 (automatic):
@@ -713,6 +737,12 @@ static inline ckt_status CKT__FMHA_FN(_launch)(const ckt_fmha_fwd_args *a, ckt_s
         return ckt__fail(CKT_ERROR_UNSUPPORTED,
                          "%s: set, but this instance was compiled without the KV cache (CKT_FMHA_KV_CACHE 0)",
                          a->page_size ? "page_size" : a->cache_batch_idx ? "cache_batch_idx" : "num_splits / workspace");
+    if (!CKT__FMHA_HAS_BIAS && (a->bias || a->alibi_slopes))
+        return ckt__fail(CKT_ERROR_UNSUPPORTED, "%s: set, but this instance was compiled without the bias kernel "
+                         "(CKT_FMHA_BIAS 0)", a->bias ? "bias" : "alibi_slopes");
+    if (!CKT__FMHA_HAS_DROP && a->p_drop > 0.0f)
+        return ckt__fail(CKT_ERROR_UNSUPPORTED, "p_drop: %g, but this instance was compiled without the dropout "
+                         "kernel (CKT_FMHA_DROPOUT 0)", (double)a->p_drop);
 #if CKT__FMHA_HAS_KERNEL && CKT__FMHA_SUPPORTED
     if (ckt_fmha_fwd_is_empty(a))
         return CKT_SUCCESS; /* nothing to compute */
@@ -812,6 +842,10 @@ static inline ckt_status CKT__FMHA_FN(_launch)(const ckt_fmha_fwd_args *a, ckt_s
 #undef CKT_FMHA_PACK_GQA
 #undef CKT__FMHA_KVC
 #undef CKT_FMHA_KV_CACHE
+#undef CKT__FMHA_HAS_BIAS
+#undef CKT_FMHA_BIAS
+#undef CKT__FMHA_HAS_DROP
+#undef CKT_FMHA_DROPOUT
 #undef CKT_FMHA_WARPS /* the tuning knobs are per instance too */
 #undef CKT_FMHA_WARP_ROWS
 #undef CKT_FMHA_BLOCK_N
