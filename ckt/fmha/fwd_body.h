@@ -23,9 +23,9 @@
  * (plain tensors only, 2% faster on H200; fits() declines cache calls).
  * CKT_FMHA_BIAS 0 / CKT_FMHA_DROPOUT 0 leave out the bias / ALiBi kernel and
  * the dropout kernel, the costliest to compile (nvcc sm_90a, a d128 bf16
- * instance on a 2-core machine: 11.5 s with both, 5.2 s without): fits()
- * declines, and the launcher refuses with CKT_ERROR_UNSUPPORTED, calls that
- * set bias / alibi_slopes or p_drop.
+ * instance on an idle 2-core machine: 8.3-8.5 s with both, 5.2-5.6 s
+ * without): fits() declines, and the launcher refuses with
+ * CKT_ERROR_UNSUPPORTED, calls that set bias / alibi_slopes or p_drop.
  * and the kernels my_attn_d128_bf16_kernel, _drop_kernel (with dropout), _bias_kernel (with
  * bias or ALiBi, and dropout if asked),
  * _combine_kernel (split-KV) and _randval_kernel (dropout's random bytes, for tests),
