@@ -765,8 +765,7 @@ static inline ckt_status CKT__FMHA_FN(_launch)(const ckt_fmha_fwd_args *a, ckt_s
     { /* calls the Hopper kernel takes (on an sm_90 device) go there */
         int ran;
 #if CKT__FMHA_SM90N
-        if (ckt_fmha_sm90_narrow((k.mask == CKT_MASK_CAUSAL_TOP_LEFT || k.mask == CKT_MASK_CAUSAL_BOTTOM_RIGHT) &&
-                                 k.seqlen_q <= 4096))
+        if (ckt_fmha_sm90_narrow(ckt_fmha_mask_is_causal(k.mask) && k.seqlen_q <= 4096))
             st = CKT__FMHA_FN(_sm90n_run)(&k, stream, &ran);
         else
 #endif

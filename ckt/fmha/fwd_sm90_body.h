@@ -647,11 +647,11 @@ static inline ckt_status CKT__FMHA_FN(CKT__F9_RUN)(const ckt_fmha_fwd_args *a, c
         return CKT_SUCCESS;
     /* a block a tile, or (16-bit) a persistent grid of a block per
      * multiprocessor (ckt_fmha_sm90_persistent) */
-    int64_t blocks = ckt_fmha_fwd_tiles(a->batch, a->nhead_q, a->seqlen_q, CKT__F9_BM);
+    int64_t blocks = ckt_fmha_fwd_slots(a->batch, a->nhead_q, a->seqlen_q, CKT__F9_BM, 0);
     /* causal calls up to 64 query tiles (H200, d128 and d256 against a
      * block a tile: s1024-8192 +4-16%, s16384 -2-4%: a pair is a coarse
      * unit for the last round of pairs) */
-    const int causal = a->mask == CKT_MASK_CAUSAL_TOP_LEFT || a->mask == CKT_MASK_CAUSAL_BOTTOM_RIGHT;
+    const int causal = ckt_fmha_mask_is_causal(a->mask);
     const int short_causal = causal && CKT_CEIL_DIV(a->seqlen_q, CKT__F9_BM) <= 64;
     if (CKT__F9_PERSIST && ckt_fmha_sm90_persistent(p.tma && p.exact && (a->mask == CKT_MASK_NONE || short_causal))) {
         int mps = 0;

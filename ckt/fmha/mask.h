@@ -27,6 +27,13 @@ typedef struct ckt_fmha_mask_params {
     int left, right; /* window sides, < 0 = unlimited */
 } ckt_fmha_mask_params;
 
+/* Whether kind is a causal mask (top-left or bottom-right): a query tile's
+ * keys grow with its rows (schedules balance on it). */
+CKT_INLINE CKT_HOST_DEVICE int ckt_fmha_mask_is_causal(ckt_fmha_mask kind)
+{
+    return kind == CKT_MASK_CAUSAL_TOP_LEFT || kind == CKT_MASK_CAUSAL_BOTTOM_RIGHT;
+}
+
 /* The mask of kind with window sides wl / wr (used by the window kinds only)
  * for an entry of sq queries and sk keys. */
 CKT_INLINE CKT_HOST_DEVICE ckt_fmha_mask_params ckt_fmha_mask_make(ckt_fmha_mask kind, int wl, int wr, int sq,

@@ -14,7 +14,7 @@
  *
  * A persistent kernel (the Hopper forward, ckt/fmha/fwd_sm90_body.h) runs
  * fewer blocks than tiles on a 1-D grid: block x takes tiles x, x + gridDim.x,
- * ... of ckt_fmha_fwd_tiles() in the same order (ckt_fmha_fwd_tile_of), or
+ * ... of ckt_fmha_fwd_slots() in the same order (ckt_fmha_fwd_tile_of), or
  * under a causal mask pairs of a long and a short tile of one (batch, head)
  * (ckt_fmha_fwd_first_tile, ckt_fmha_fwd_next_tile).
  *
@@ -50,15 +50,9 @@ CKT_INLINE CKT_DEVICE ckt_fmha_tile ckt_fmha_fwd_tile(int bm, int splits)
     return t;
 }
 
-/* The forward's tiles without splits: query tiles x heads x entries. */
-CKT_INLINE CKT_HOST_DEVICE int64_t ckt_fmha_fwd_tiles(int batch, int nhead_q, int seqlen_q, int bm)
-{
-    return (int64_t)CKT_CEIL_DIV(seqlen_q, bm) * nhead_q * batch;
-}
-
-/* A persistent grid's tile slots: ckt_fmha_fwd_tiles() in the grid's
- * order (paired 0), or (paired 1, under a causal mask) two a pair of a
- * (batch, head)'s query tiles: its longest and its shortest, the second
+/* The forward's tile slots without splits: every tile (query tiles x heads
+ * x entries) in the grid's order (paired 0), or (paired 1, a persistent
+ * grid under a causal mask) two a pair of a (batch, head)'s query tiles: its longest and its shortest, the second
  * longest and the second shortest, ...; of an odd count of query tiles the
  * middle one is a pair alone, its second slot empty. A pair sees mtiles + 1
  * query tiles' worth of keys (tiles m and mtiles - 1 - m see m + 1 and
