@@ -30,18 +30,24 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--d", type=int, default=128)
+    ap.add_argument("--in-order", action="store_true",
+                    help="entry b's pages in order in the pool (page i of entry b at b * pages_per_seq + i) "
+                         "instead of shuffled: tells the kernel's page logic from the pool's locality")
     args = ap.parse_args()
     libs = [ckt_fmha.Lib(p, check_abi=False) for p in args.libs]
     flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     gen = torch.Generator(device="cuda")
     gen.manual_seed(0)
     d, h, dtype = args.d, 16, torch.bfloat16
-    print(f"# {torch.cuda.get_device_name()}: causal bf16 d{d} h16; ratio = contiguous / paged time")
+    print(f"# {torch.cuda.get_device_name()}: causal bf16 d{d} h16; ratio = contiguous / paged time"
+          + ("; pages in order" if args.in_order else "; pages shuffled"))
     for point in args.points.split(","):
         b, s, page = (int(x) for x in point.split("x"))
         q = torch.randn((b, s, h, d), dtype=dtype, device="cuda", generator=gen)
         flat = Cache(b, s, h, d, 0, dtype, gen)
         paged = Cache(b, s, h, d, page, dtype, gen)
+        if args.in_order:
+            paged.table = torch.arange(paged.table.numel(), dtype=torch.int32, device="cuda").view(b, -1).contiguous()
         idx = paged.table.long().view(-1)
         pad = paged.per * page - s
         paged.k[idx] = torch.nn.functional.pad(flat.k, (0, 0, 0, 0, 0, pad)).reshape(b * paged.per, page, h, d)
