@@ -20,7 +20,9 @@
  *       allow, else cp.async by its 128 threads), K and V each announced
  *       on its own full_k[s] / full_v[s] and reused after empty_k[s] /
  *       empty_v[s] (K_j is free once S_j is done; K_{j+1} goes out before
- *       V_j, as FlashAttention-3's two pipelines);
+ *       V_j, as FlashAttention-3's two pipelines); from a paged pool by
+ *       TMA its warp 1 stages the page ids in shared memory and warp 0
+ *       copies, so that no copy waits for a read of the block table;
  *     warpgroups 1 .. NWG, consumers: 64 query rows each;
  *       S = Q K_j^T        wgmma m64nBNk16 (fp8: k32), Q and K from shared memory
  *       soft-cap, mask, m, l, P    ckt/fmha/softmax.h on the registers
@@ -126,8 +128,11 @@
 #else
 #define CKT__F9_PERSIST 0
 #endif
-/* the producer warpgroup's named barrier (1 .. NWG: the consumers' turns) */
+/* the producer warpgroup's named barriers (1 .. NWG: the consumers' turns):
+ * its 128 threads; a paged pool's page-id buffers filled (2) and free (2) */
 #define CKT__F9_PBAR 8
+#define CKT__F9_IDFULL 9
+#define CKT__F9_IDEMPTY 11
 /* Q, K: rows of CKT__FMHA_D 16-bit units in column blocks of RB bytes */
 #define CKT__F9_RB (CKT__FMHA_D >= 64 ? 128 : 64)
 #define CKT__F9_Q_BYTES (CKT__F9_BM * CKT__FMHA_D * 2)
@@ -140,7 +145,7 @@
 #define CKT__F9_R_BYTES 0
 #endif
 #define CKT__F9_STAGE_BYTES (CKT__F9_K_BYTES + CKT__F9_V_BYTES)
-#define CKT__F9_BARS (1 + 4 * CKT__F9_STAGES + 7)
+#define CKT__F9_BARS (1 + 4 * CKT__F9_STAGES + 3)
 /* a paged pool's page ids, staged for the producer's copies: two buffers of
  * CKT__F9_IDS runs (instances with the KV cache) */
 #define CKT__F9_IDS 128
@@ -199,8 +204,7 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(CKT__F9_KERNEL), ckt_fmha_sm90_para
     uint64_t *full_k = qbar + 1, *full_v = full_k + S, *empty_k = full_v + S, *empty_v = empty_k + S;
     uint64_t *vbar = empty_v + S;
     uint64_t *qempty = vbar + 2;
-    uint64_t *idfull = qempty + 1, *idempty = idfull + 2; /* the page-id buffers (paged TMA) */
-    int32_t *sid = (int32_t *)(qbar + CKT__F9_BARS);
+    int32_t *sid = (int32_t *)(qbar + CKT__F9_BARS); /* the page-id buffers (paged TMA) */
     const int tid = (int)ckt_thread_idx_x(), wg = tid / 128, lane = (int)ckt_lane_id(), cw = wg - 1;
     /* the tiles (ckt/fmha/schedule.h): block x takes slots x, x + gridDim.x,
      * ... (under a causal mask the pairs of slots 2x, 2x + 1, then
@@ -235,10 +239,6 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(CKT__F9_KERNEL), ckt_fmha_sm90_para
         ckt_mbar_init(&vbar[0], 1);
         ckt_mbar_init(&vbar[1], 1);
         ckt_mbar_init(qempty, 4 * CKT__F9_NWG);
-        for (int i = 0; i < 2; i++) {
-            ckt_mbar_init(&idfull[i], 1);
-            ckt_mbar_init(&idempty[i], 1);
-        }
     }
     ckt_block_sync();
 
@@ -326,9 +326,12 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(CKT__F9_KERNEL), ckt_fmha_sm90_para
             const int kv_row0 = kv.ids || !a->group_mode ? 0 : sq.k_start, kv_entry = a->group_mode ? 0 : kv.cb;
             /* A paged pool by TMA (runs of p.box >= 32 rows, one page each):
              * warp 1 reads the page ids of the tile's runs into shared
-             * memory ahead of the copies (buffers of CKT__F9_IDS runs,
-             * idfull / idempty), warp 0 copies (thread 0 by TMA, the warp by
-             * cp.async a tile TMA cannot take), warps 2 and 3 rest. A read
+             * memory ahead of the copies (two buffers of CKT__F9_IDS runs;
+             * it arrives on named barrier CKT__F9_IDFULL + i once buffer i
+             * is filled, warp 0 on CKT__F9_IDEMPTY + i once it is done with
+             * it, each syncing on the other's: barriers compute-sanitizer's
+             * racecheck follows), warp 0 copies (thread 0 by TMA, the warp
+             * by cp.async a tile TMA cannot take), warps 2 and 3 rest. A read
              * of the block table on the issuing thread's path, or by the
              * lanes of its warp, cost paged prefill 15-20% (H100, causal
              * d128 b4 s4096, pages of 128: 0.83x of the contiguous call;
@@ -339,14 +342,12 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(CKT__F9_KERNEL), ckt_fmha_sm90_para
                 for (int c = 0; c * CKT__F9_IDS < nruns; c++) {
                     const int bi = c & 1;
                     if (c >= 2)
-                        ckt_mbar_wait(&idempty[bi], (unsigned)(((c >> 1) - 1) & 1));
+                        ckt_named_barrier_sync(CKT__F9_IDEMPTY + bi, 64);
                     for (int k = lane; k < CKT__F9_IDS; k += 32) {
                         const int q = c * CKT__F9_IDS + k, n = n_lo + q * p.box; /* run q's first key */
                         sid[bi * CKT__F9_IDS + k] = q < nruns && n < kv.sk ? kv.ids[n / pg.page_size] : -1;
                     }
-                    ckt_warp_sync();
-                    if (lane == 0)
-                        ckt_mbar_arrive(&idfull[bi]);
+                    ckt_named_barrier_arrive(CKT__F9_IDFULL + bi, 64);
                 }
             } else if (paged_tma && tid < 32) { /* warp 0 copies; its lanes wait together */
                 for (int i = 0; i <= nblocks; i++) {
@@ -359,7 +360,7 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(CKT__F9_KERNEL), ckt_fmha_sm90_para
                         unsigned char *dst = x ? CKT__F9_SV(s) : CKT__F9_SK(s);
                         const int q0 = j * runs, c = q0 / CKT__F9_IDS, bi = c & 1; /* a tile's runs share a buffer */
                         if (!x && q0 % CKT__F9_IDS == 0)
-                            ckt_mbar_wait(&idfull[bi], (unsigned)((c >> 1) & 1));
+                            ckt_named_barrier_sync(CKT__F9_IDFULL + bi, 64);
                         /* the runs' pages and rows, worked out before the wait
                          * for the stage so that the copies follow it at once */
                         const int32_t *ids = sid + bi * CKT__F9_IDS + q0 % CKT__F9_IDS;
@@ -395,8 +396,11 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(CKT__F9_KERNEL), ckt_fmha_sm90_para
                                 ckt_mbar_arrive(fb);
                         }
                         ckt_warp_sync();
-                        if (x && (j + 1) * runs % CKT__F9_IDS == 0 && lane == 0) /* the buffer's last V */
-                            ckt_mbar_arrive(&idempty[bi]);
+                        /* the buffer's last V, when warp 1 has a later buffer
+                         * to fill into it (an arrival no one syncs on is left
+                         * out) */
+                        if (x && (j + 1) * runs % CKT__F9_IDS == 0 && (j + 1) * runs + CKT__F9_IDS < nruns)
+                            ckt_named_barrier_arrive(CKT__F9_IDEMPTY + bi, 64);
                     }
                 }
             }
@@ -769,6 +773,8 @@ static inline ckt_status CKT__FMHA_FN(CKT__F9_RUN)(const ckt_fmha_fwd_args *a, c
 #undef CKT__F9_POOL
 #undef CKT_FMHA_SM90_PRODUCER_REGS
 #undef CKT__F9_PBAR
+#undef CKT__F9_IDFULL
+#undef CKT__F9_IDEMPTY
 #undef CKT_FMHA_SM90_CONSUMERS
 #undef CKT__F9_BN
 #undef CKT__F9_STAGES

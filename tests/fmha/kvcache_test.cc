@@ -473,11 +473,11 @@ std::vector<Case> cases()
         }
     }
     {
-        // a long entry over pages of 32: 65 key tiles of 4 page runs, more
-        // than the Hopper producer's two buffers of 128 page ids hold, so
-        // they are refilled (ckt/fmha/fwd_sm90_body.h, paged TMA)
+        // a long entry over pages of 32: 129 key tiles of 4 page runs, five
+        // fills of the Hopper producer's two buffers of 128 page ids, each
+        // buffer refilled (ckt/fmha/fwd_sm90_body.h, paged TMA)
         Case c;
-        c.kv = kVllm, c.page_size = 32, c.batch = 1, c.h = 2, c.hk = 1, c.sq = {70}, c.sk = {8300};
+        c.kv = kVllm, c.page_size = 32, c.batch = 1, c.h = 2, c.hk = 1, c.sq = {70}, c.sk = {16500};
         c.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT;
         add(c);
     }
