@@ -328,9 +328,9 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(CKT__F9_KERNEL), ckt_fmha_sm90_para
              * warp 1 reads the page ids of the tile's runs into shared
              * memory ahead of the copies (two buffers of CKT__F9_IDS runs;
              * it arrives on named barrier CKT__F9_IDFULL + i once buffer i
-             * is filled, warp 0 on CKT__F9_IDEMPTY + i once it is done with
-             * it, each syncing on the other's: barriers compute-sanitizer's
-             * racecheck follows), warp 0 copies (thread 0 by TMA, the warp
+             * is filled, where warp 0 syncs before reading it, and the two
+             * meet on CKT__F9_IDEMPTY + i once warp 0 is done with it:
+             * barriers compute-sanitizer's racecheck follows), warp 0 copies (thread 0 by TMA, the warp
              * by cp.async a tile TMA cannot take), warps 2 and 3 rest. A read
              * of the block table on the issuing thread's path, or by the
              * lanes of its warp, cost paged prefill 15-20% (H100, causal
@@ -397,10 +397,12 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(CKT__F9_KERNEL), ckt_fmha_sm90_para
                         }
                         ckt_warp_sync();
                         /* the buffer's last V, when warp 1 has a later buffer
-                         * to fill into it (an arrival no one syncs on is left
-                         * out) */
+                         * to fill into it: warp 0 meets it there (a sync, not
+                         * an arrival: warp 1 waits there already, and
+                         * racecheck then orders these reads before its
+                         * writes) */
                         if (x && (j + 1) * runs % CKT__F9_IDS == 0 && (j + 1) * runs + CKT__F9_IDS < nruns)
-                            ckt_named_barrier_arrive(CKT__F9_IDEMPTY + bi, 64);
+                            ckt_named_barrier_sync(CKT__F9_IDEMPTY + bi, 64);
                     }
                 }
             }
