@@ -336,7 +336,13 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(CKT__F9_KERNEL), ckt_fmha_sm90_para
              * lanes of its warp, cost paged prefill 15-20% (H100, causal
              * d128 b4 s4096, pages of 128: 0.83x of the contiguous call;
              * with no read at all 0.98x). */
-            const int paged_tma = CKT__FMHA_KVC && kv.ids && p.tma && p.box >= 32;
+            /* (a tile's runs in one buffer: BN / p.box divides CKT__F9_IDS,
+             * as at the default key tiles; the CKT_FMHA_SM90_BLOCK_N knob's
+             * 192 with runs of 64 rows takes the general path below. The
+             * buffers start over at each tile: the _kv kernel's grid has a
+             * block a tile, CKT__F9_PERSIST 0.) */
+            const int paged_tma =
+                CKT__FMHA_KVC && !CKT__F9_PERSIST && kv.ids && p.tma && p.box >= 32 && CKT__F9_IDS % (BN / p.box) == 0;
             const int runs = paged_tma ? BN / p.box : 0, nruns = nblocks * runs;
             if (paged_tma && tid / 32 == 1) { /* the page ids, a buffer at a time */
                 for (int c = 0; c * CKT__F9_IDS < nruns; c++) {
