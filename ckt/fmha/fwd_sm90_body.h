@@ -133,6 +133,7 @@
 #define CKT__F9_PBAR 8
 #define CKT__F9_IDFULL 9
 #define CKT__F9_IDEMPTY 11
+#define CKT__F9_IDDONE 13
 /* Q, K: rows of CKT__FMHA_D 16-bit units in column blocks of RB bytes */
 #define CKT__F9_RB (CKT__FMHA_D >= 64 ? 128 : 64)
 #define CKT__F9_Q_BYTES (CKT__F9_BM * CKT__FMHA_D * 2)
@@ -355,6 +356,9 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(CKT__F9_KERNEL), ckt_fmha_sm90_para
                     }
                     ckt_named_barrier_arrive(CKT__F9_IDFULL + bi, 64);
                 }
+                /* stays until warp 0 has read the last buffer (racecheck
+                 * lost an arrival's ordering once its warp had exited) */
+                ckt_named_barrier_sync(CKT__F9_IDDONE, 64);
             } else if (paged_tma && tid < 32) { /* warp 0 copies; its lanes wait together */
                 for (int i = 0; i <= nblocks; i++) {
                     for (int x = 0; x < 2; x++) { /* x 0: K_i, 1: V_{i-1} */
@@ -411,6 +415,7 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(CKT__F9_KERNEL), ckt_fmha_sm90_para
                             ckt_named_barrier_sync(CKT__F9_IDEMPTY + bi, 64);
                     }
                 }
+                ckt_named_barrier_sync(CKT__F9_IDDONE, 64);
             }
             for (int i = 0; !paged_tma && i <= nblocks; i++) {
                 for (int x = 0; x < 2; x++) { /* x 0: K_i, 1: V_{i-1} */
@@ -783,6 +788,7 @@ static inline ckt_status CKT__FMHA_FN(CKT__F9_RUN)(const ckt_fmha_fwd_args *a, c
 #undef CKT__F9_PBAR
 #undef CKT__F9_IDFULL
 #undef CKT__F9_IDEMPTY
+#undef CKT__F9_IDDONE
 #undef CKT_FMHA_SM90_CONSUMERS
 #undef CKT__F9_BN
 #undef CKT__F9_STAGES

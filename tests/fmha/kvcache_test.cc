@@ -802,6 +802,46 @@ void pool_past_4gb(int ps, int per, int sq, const std::vector<int> &sk)
 #endif
 }
 
+// Paged prefill's page ids staged in shared memory by one producer warp and
+// handed to another (ckt/fmha/fwd_sm90_body.h, with CKT_FMHA_SM90=1): the
+// same bytes whatever the block order or thread count, the buffers refilled
+// (260 page runs, three fills)
+TEST(KvCachePaged, PrefillSameBytesUnderOtherSchedules)
+{
+    Case c;
+    c.kv = kVllm, c.page_size = 32, c.batch = 1, c.h = 2, c.hk = 1, c.sq = {70}, c.sk = {8300};
+    c.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT;
+    c.name = case_name(c);
+#if defined(CKT_BACKEND_CPU)
+    const int schedules[][2] = {{0, 1}, {1, 3}, {2, 2}}; // order, threads
+#else
+    const int schedules[][2] = {{0, 0}, {0, 0}};
+#endif
+    std::vector<uint16_t> first_o;
+    int k = 0;
+    for (const auto &s : schedules) {
+#if defined(CKT_BACKEND_CPU)
+        setenv("CKT_EMU_THREADS", std::to_string(s[1]).c_str(), 1);
+        ckt_emu_set_schedule(s[0], 11);
+#else
+        (void)s;
+#endif
+        KvRun r;
+        build(c, r);
+        ASSERT_FALSE(HasFatalFailure());
+        ASSERT_EQ(run_kv(r), CKT_SUCCESS) << ckt_last_error();
+        check_against_reference(c, r);
+        if (k++ == 0)
+            first_o = r.o;
+        else
+            EXPECT_TRUE(first_o == r.o) << "O differs under schedule " << k;
+    }
+#if defined(CKT_BACKEND_CPU)
+    ckt_emu_set_schedule(-1, 0);
+    unsetenv("CKT_EMU_THREADS");
+#endif
+}
+
 TEST(KvCachePaged, PoolPast4GB)
 {
 #if defined(CKT_ASAN_BUILD)
