@@ -329,9 +329,10 @@ CKT_KERNEL_GRID_CONSTANT_BOUNDS(CKT__FMHA_FN(CKT__F9_KERNEL), ckt_fmha_sm90_para
              * warp 1 reads the page ids of the tile's runs into shared
              * memory ahead of the copies (two buffers of CKT__F9_IDS runs;
              * it arrives on named barrier CKT__F9_IDFULL + i once buffer i
-             * is filled, where warp 0 syncs before reading it, and the two
-             * meet on CKT__F9_IDEMPTY + i once warp 0 is done with it:
-             * barriers compute-sanitizer's racecheck follows), warp 0 copies (thread 0 by TMA, the warp
+             * is filled, where warp 0 syncs before reading it; the two meet
+             * on CKT__F9_IDEMPTY + i once warp 0 is done with it, and on
+             * CKT__F9_IDDONE at the end: barriers compute-sanitizer's
+             * racecheck follows), warp 0 copies (thread 0 by TMA, the warp
              * by cp.async a tile TMA cannot take), warps 2 and 3 rest. A read
              * of the block table on the issuing thread's path, or by the
              * lanes of its warp, cost paged prefill 15-20% (H100, causal
