@@ -623,6 +623,37 @@ std::vector<Case> cases()
 INSTANTIATE_TEST_SUITE_P(Matrix, KvCache, ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<Case> &i) { return i.param.name; });
 
+// An emulator block order (schedule, seed) and thread count; on a GPU the
+// runs repeat under the hardware's own order.
+struct Sched {
+    int schedule;
+    uint64_t seed;
+    const char *threads;
+};
+#if defined(CKT_BACKEND_CPU)
+const Sched kScheds[] = {{0, 0, "1"}, {1, 0, "3"}, {2, 7, "2"}};
+#else
+const Sched kScheds[] = {{0, 0, ""}, {0, 0, ""}, {0, 0, ""}};
+#endif
+
+void use_schedule(const Sched &s)
+{
+#if defined(CKT_BACKEND_CPU)
+    setenv("CKT_EMU_THREADS", s.threads, 1);
+    ckt_emu_set_schedule(s.schedule, s.seed);
+#else
+    (void)s;
+#endif
+}
+
+void reset_schedule()
+{
+#if defined(CKT_BACKEND_CPU)
+    ckt_emu_set_schedule(-1, 0);
+    unsetenv("CKT_EMU_THREADS");
+#endif
+}
+
 // Split-KV's result: the same bytes run to run, whatever the block order or
 // thread count; and within fp32 rounding of the unsplit forward.
 TEST(KvCacheSplit, SameBytesUnderOtherSchedulesAndCloseToUnsplit)
@@ -636,26 +667,11 @@ TEST(KvCacheSplit, SameBytesUnderOtherSchedulesAndCloseToUnsplit)
     c.splits = 19; // more than the combine's 16 split groups at d_v 64: both of its passes
     c.sink = 1;    // the combine adds the sinks: in its fixed order too
     c.name = case_name(c);
-    struct Sched {
-        int schedule;
-        uint64_t seed;
-        const char *threads;
-    };
-#if defined(CKT_BACKEND_CPU)
-    const Sched scheds[] = {{0, 0, "1"}, {1, 0, "3"}, {2, 7, "2"}};
-#else
-    const Sched scheds[] = {{0, 0, ""}, {0, 0, ""}, {0, 0, ""}};
-#endif
     std::vector<uint16_t> first_o;
     std::vector<float> first_lse;
     int k = 0;
-    for (const Sched &s : scheds) {
-#if defined(CKT_BACKEND_CPU)
-        setenv("CKT_EMU_THREADS", s.threads, 1);
-        ckt_emu_set_schedule(s.schedule, s.seed);
-#else
-        (void)s;
-#endif
+    for (const Sched &s : kScheds) {
+        use_schedule(s);
         KvRun r;
         build(c, r);
         ASSERT_FALSE(HasFatalFailure());
@@ -668,10 +684,7 @@ TEST(KvCacheSplit, SameBytesUnderOtherSchedulesAndCloseToUnsplit)
             EXPECT_EQ(memcmp(first_lse.data(), r.lse.data(), r.lse.size() * 4), 0) << "LSE differs under schedule " << k;
         }
     }
-#if defined(CKT_BACKEND_CPU)
-    ckt_emu_set_schedule(-1, 0);
-    unsetenv("CKT_EMU_THREADS");
-#endif
+    reset_schedule();
     Case u = c;
     u.splits = 1;
     u.name = c.name; // same data
@@ -812,20 +825,10 @@ TEST(KvCachePaged, PrefillSameBytesUnderOtherSchedules)
     c.kv = kVllm, c.page_size = 32, c.batch = 1, c.h = 2, c.hk = 1, c.sq = {70}, c.sk = {8300};
     c.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT;
     c.name = case_name(c);
-#if defined(CKT_BACKEND_CPU)
-    const int schedules[][2] = {{0, 1}, {1, 3}, {2, 2}}; // order, threads
-#else
-    const int schedules[][2] = {{0, 0}, {0, 0}};
-#endif
     std::vector<uint16_t> first_o;
     int k = 0;
-    for (const auto &s : schedules) {
-#if defined(CKT_BACKEND_CPU)
-        setenv("CKT_EMU_THREADS", std::to_string(s[1]).c_str(), 1);
-        ckt_emu_set_schedule(s[0], 11);
-#else
-        (void)s;
-#endif
+    for (const Sched &s : kScheds) {
+        use_schedule(s);
         KvRun r;
         build(c, r);
         ASSERT_FALSE(HasFatalFailure());
@@ -836,10 +839,7 @@ TEST(KvCachePaged, PrefillSameBytesUnderOtherSchedules)
         else
             EXPECT_TRUE(first_o == r.o) << "O differs under schedule " << k;
     }
-#if defined(CKT_BACKEND_CPU)
-    ckt_emu_set_schedule(-1, 0);
-    unsetenv("CKT_EMU_THREADS");
-#endif
+    reset_schedule();
 }
 
 TEST(KvCachePaged, PoolPast4GB)
