@@ -130,13 +130,14 @@ def main():
     ap.add_argument("--prefill", action="store_true")
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--d", type=int, default=128, help="head dim (q/k and v)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     lib = ckt_fmha.Lib(args.lib)
     gen = torch.Generator(device="cuda")
     gen.manual_seed(0)
     flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    dtype, d = torch.bfloat16, 128
+    dtype, d = torch.bfloat16, args.d
     copy = copy_gbs(args.warmup, args.repeat, flush)
     print(f"device {torch.cuda.get_device_name()}  copy {copy:.0f} GB/s (1 GiB device-to-device)")
     out_json = open(args.json, "a") if args.json else None
@@ -193,7 +194,7 @@ def main():
                               f" {ms:8.4f} {gbs:7.0f} {100 * gbs / copy:5.1f}% {ratio('flash')} {ratio('cudnn')}"
                               f"  {diff:.3g}", flush=True)
                         if out_json:
-                            out_json.write(json.dumps(dict(kind="decode", heads=heads, batch=batch, ctx=ctx, page=page,
+                            out_json.write(json.dumps(dict(kind="decode", d=d, heads=heads, batch=batch, ctx=ctx, page=page,
                                                            mode=mode, splits=used, ms=ms, gbs=gbs, copy_gbs=copy,
                                                            sdpa_flash_ms=sdpa_ms.get("flash"),
                                                            sdpa_cudnn_ms=sdpa_ms.get("cudnn"), maxdiff=diff)) + "\n")

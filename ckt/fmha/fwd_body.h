@@ -168,6 +168,16 @@
 #define CKT__FMHA_VSPLIT (CKT__FMHA_DV > 256 ? 2 : 1)
 #endif
 #define CKT__FMHA_DVW (CKT__FMHA_DV / CKT__FMHA_VSPLIT) /* a warp's columns of O */
+/* warps that share a row group and split each key tile's keys, each with
+ * its own online softmax over BN / KSPLIT of them, merged after the loop
+ * (ckt_fmha_softmax_merge_warps): the decode instances, whose one row
+ * group is too little work a key tile for one warp to keep the memory busy
+ * (docs/fmha_inference.md#decode). mma.sync, GQA-packed instances only. */
+#ifdef CKT_FMHA_KSPLIT
+#define CKT__FMHA_KSPLIT CKT_FMHA_KSPLIT
+#else
+#define CKT__FMHA_KSPLIT 1
+#endif
 /* NVIDIA; CDNA up to head dim 256, and 512 with K and V through one
  * unpadded buffer (Q [32][512] + [32][512]: the 64 KiB of LDS exactly) */
 #if defined(CKT_HAS_MFMA)
@@ -208,7 +218,8 @@
 #define CKT__FMHA_BN (CKT__FMHA_D <= 64 ? 128 : CKT__FMHA_D <= 128 ? 64 : 32)
 #endif
 #endif
-#define CKT__FMHA_BM (CKT__FMHA_WARPS / CKT__FMHA_VSPLIT * CKT__FMHA_WM)
+#define CKT__FMHA_BM (CKT__FMHA_WARPS / (CKT__FMHA_VSPLIT * CKT__FMHA_KSPLIT) * CKT__FMHA_WM)
+#define CKT__FMHA_BNW (CKT__FMHA_BN / CKT__FMHA_KSPLIT) /* a warp's keys of a tile */
 /* k-steps of S = Q K^T unrolled per trip: 2 for head dims <= 64, else 4. Full
  * unrolling lets the compiler hoist every K fragment and spill; this keeps
  * them within the register budget (d128 at BN = 64: no spills, 4% faster
@@ -234,14 +245,22 @@
 #else
 #define CKT__FMHA_VT_ELEMS 0
 #endif
-/* K/V ring stages: 2 where copies are asynchronous (cp.async), else 1 */
-#if defined(CKT_HAS_CP_ASYNC)
+/* K/V ring stages: 2 where copies are asynchronous (cp.async), else 1;
+ * CKT_FMHA_STAGES (a tuning knob, cp.async targets) keeps STAGES - 1 tiles
+ * in flight while one is computed */
+#if defined(CKT_HAS_CP_ASYNC) && defined(CKT_FMHA_STAGES)
+#define CKT__FMHA_STAGES CKT_FMHA_STAGES
+#elif defined(CKT_HAS_CP_ASYNC)
 #define CKT__FMHA_STAGES 2
 #else
 #define CKT__FMHA_STAGES 1
 #endif
-#define CKT__FMHA_SMEM_BYTES                                                                      \
+#define CKT__FMHA_TILES_BYTES                                                                      \
     ((size_t)(CKT__FMHA_Q_ELEMS + CKT__FMHA_STAGES * (CKT__FMHA_K_ELEMS + CKT__FMHA_V_ELEMS) + CKT__FMHA_VT_ELEMS) * 2)
+/* CKT_FMHA_KSPLIT: the warps' partial states meet in the same space after the loop */
+#define CKT__FMHA_MERGE_BYTES                                                                      \
+    (CKT__FMHA_KSPLIT > 1 ? (size_t)CKT__FMHA_WARPS * CKT_FMHA_MERGE_FLOATS(CKT__FMHA_WM, CKT__FMHA_DVW) * 4 : 0)
+#define CKT__FMHA_SMEM_BYTES (CKT__FMHA_TILES_BYTES > CKT__FMHA_MERGE_BYTES ? CKT__FMHA_TILES_BYTES : CKT__FMHA_MERGE_BYTES)
 #define CKT__FMHA_BF16 ((CKT__FMHA_OUT) == CKT_BF16) /* the output's (and 16-bit inputs') type */
 #define CKT__FMHA_MMA_IN (CKT__FMHA_FP8 ? CKT_MMA_E4M3 : CKT__FMHA_BF16) /* ckt_warp_mma's kind */
 /* the kernels exist where the target has a warp MMA; fp8's MMA traps in
@@ -274,6 +293,16 @@ CKT_STATIC_ASSERT(CKT__FMHA_DV % (32 * CKT__FMHA_VSPLIT) == 0 && CKT__FMHA_DVW <
                   "CKT_FMHA_VSPLIT: warps a row group, dividing CKT_FMHA_WARPS, with HDIM_V / VSPLIT a multiple of "
                   "32 up to 256 (the O accumulator of a warp)");
 CKT_STATIC_ASSERT(CKT__FMHA_VSPLIT == 1 || !CKT__FMHA_PACK, "CKT_FMHA_VSPLIT > 1 does not pack GQA heads");
+#if defined(CKT_HAS_MFMA)
+#define CKT__FMHA_KSPLIT_OK 0 /* the transposed products: not written for it */
+#else
+#define CKT__FMHA_KSPLIT_OK 1
+#endif
+CKT_STATIC_ASSERT(CKT__FMHA_KSPLIT == 1 ||
+                      (CKT__FMHA_KSPLIT_OK && CKT__FMHA_PACK && CKT__FMHA_VSPLIT == 1 && !CKT__FMHA_FP8 &&
+                       CKT__FMHA_WARPS % CKT__FMHA_KSPLIT == 0 && CKT__FMHA_BNW % 16 == 0),
+                  "CKT_FMHA_KSPLIT > 1: mma.sync, GQA-packed 16-bit instances (CKT_FMHA_PACK_GQA 1) without "
+                  "CKT_FMHA_VSPLIT, dividing CKT_FMHA_WARPS, with CKT_FMHA_BLOCK_N / KSPLIT a multiple of 16");
 CKT_STATIC_ASSERT(!CKT__FMHA_KV_ONEBUF || (!CKT__FMHA_KVC && !CKT__FMHA_PACK && CKT__FMHA_STAGES == 1),
                   "CDNA at head dims above 256: define CKT_FMHA_KV_CACHE 0 (K and V share one buffer, contiguous only)");
 CKT_STATIC_ASSERT(!CKT__FMHA_SUPPORTED || CKT__FMHA_SMEM_BYTES <= CKT__FMHA_SMEM_PER_MP,
@@ -321,6 +350,7 @@ CKT_STATIC_ASSERT(CKT_ROWS_REGS(CKT__FMHA_BM, CKT__FMHA_DV, CKT__FMHA_THREADS, 2
 CKT_INLINE CKT_DEVICE void CKT__FMHA_FN(_body)(const ckt_fmha_fwd_args a, const int bias_on, const int drop_on)
 {
     enum { D = CKT__FMHA_D, DV = CKT__FMHA_DV, BM = CKT__FMHA_BM, BN = CKT__FMHA_BN, WM = CKT__FMHA_WM };
+    enum { BNW = CKT__FMHA_BNW }; /* this warp's keys of a tile (BN / KSPLIT) */
     enum { DVW = CKT__FMHA_DVW }; /* this warp's columns of O (DV / VSPLIT) */
     enum { ROWS = CKT_FMHA_ROW_SLOTS(WM) }; /* query rows a lane holds (ckt/fmha/softmax.h) */
     CKT_DYNAMIC_SHARED(uint16_t, smem);
@@ -352,7 +382,9 @@ CKT_INLINE CKT_DEVICE void CKT__FMHA_FN(_body)(const ckt_fmha_fwd_args a, const 
     const float scale = a.scale > 0.0f ? a.scale : 1.0f / sqrtf((float)a.hdim_q);
     /* the warp's row group (first row wr of the tile) and column slice of O,
      * [vc0, vc0 + DVW): the VSPLIT warps of a group share their rows */
-    const int wr = warp / CKT__FMHA_VSPLIT * WM, vc0 = warp % CKT__FMHA_VSPLIT * DVW;
+    const int wr = warp / (CKT__FMHA_VSPLIT * CKT__FMHA_KSPLIT) * WM, vc0 = warp % CKT__FMHA_VSPLIT * DVW;
+    /* CKT_FMHA_KSPLIT: this warp's keys of each tile, [kofs, kofs + BNW) */
+    const int kofs = warp % CKT__FMHA_KSPLIT * BNW;
     const int wrow0 = m0 + wr; /* this warp's first tile row */
     /* bias or ALiBi (ckt/fmha/bias.h): in the _bias_kernel only */
     const ckt_fmha_bias_params bias = ckt_fmha_bias_make(a.bias, a.bias_stride_b, a.bias_stride_h, a.bias_stride_s,
@@ -435,6 +467,17 @@ CKT_INLINE CKT_DEVICE void CKT__FMHA_FN(_body)(const ckt_fmha_fwd_args a, const 
     else if (nblocks > 0)
         CKT__FMHA_LOAD_KV_FROM(kv.ids ? 1 : 0, 0);
     ckt_pipe_commit();
+    /* a deeper ring (CKT_FMHA_STAGES > 2): tiles 1 .. STAGES - 2 in flight
+     * too, a commit group each (empty past the last tile, so that the loop's
+     * wait counts alike) */
+    for (int st = 1; st + 1 < CKT__FMHA_STAGES; st++) {
+        if (st < nblocks) {
+            ckt_window2d_move(&wk, BN, 0);
+            ckt_window2d_move(&wv, BN, 0);
+            CKT__FMHA_LOAD_KV_FROM(kv.ids ? 1 : 0, st);
+        }
+        ckt_pipe_commit();
+    }
 
     /* O = 0, m = -inf, l = 0: the accumulator and the running max (log2
      * domain) and partial sum of each of the lane's rows */
@@ -463,6 +506,15 @@ CKT_INLINE CKT_DEVICE void CKT__FMHA_FN(_body)(const ckt_fmha_fwd_args a, const 
 #include "ckt/fmha/fwd_mainloop_body.h"
     }
     ckt_cp_async_wait_all(); /* nothing may stay in flight past the block's end */
+#if CKT__FMHA_KSPLIT > 1
+    /* the KSPLIT warps of the row group merge their softmax states into the
+     * first, which stores the rows (GQA-packed: straight from registers) */
+    if (!ckt_fmha_softmax_merge_warps(o_acc, row_m, row_l, WM, DVW,
+                                      (float *)(void *)smem + warp / CKT__FMHA_KSPLIT * CKT__FMHA_KSPLIT *
+                                                                  CKT_FMHA_MERGE_FLOATS(WM, DVW),
+                                      warp % CKT__FMHA_KSPLIT, CKT__FMHA_KSPLIT, lane))
+        return;
+#endif
 
     /* >>epilogue (ckt/fmha/epilogue.h): O = acc / l (0 for rows that saw no
      * key), staged where it pays in the Q tile's space, free once every warp
@@ -817,6 +869,11 @@ static inline ckt_status CKT__FMHA_FN(_launch)(const ckt_fmha_fwd_args *a, ckt_s
 #undef CKT__FMHA_DV
 #undef CKT__FMHA_DVW
 #undef CKT__FMHA_VSPLIT
+#undef CKT__FMHA_KSPLIT
+#undef CKT__FMHA_KSPLIT_OK
+#undef CKT__FMHA_BNW
+#undef CKT__FMHA_TILES_BYTES
+#undef CKT__FMHA_MERGE_BYTES
 #undef CKT__FMHA_SUPPORTED
 #undef CKT__FMHA_KV_ONEBUF
 #undef CKT__FMHA_LAYOUT
@@ -847,6 +904,8 @@ static inline ckt_status CKT__FMHA_FN(_launch)(const ckt_fmha_fwd_args *a, ckt_s
 #undef CKT_FMHA_DROPOUT
 #undef CKT_FMHA_WARPS /* the tuning knobs are per instance too */
 #undef CKT_FMHA_WARP_ROWS
+#undef CKT_FMHA_KSPLIT
+#undef CKT_FMHA_STAGES
 #undef CKT_FMHA_BLOCK_N
 #undef CKT_FMHA_S_UNROLL
 #undef CKT__FMHA_FN

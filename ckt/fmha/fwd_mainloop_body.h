@@ -12,34 +12,40 @@
 
     for (int nb = 0; nb < nblocks; nb++) {
         const int n0 = n_lo + nb * BN;
-        /* K/V tile nb (and Q) have landed: one group is in flight at a time */
-        ckt_cp_async_wait(0);
+        /* K/V tile nb (and Q) have landed: the STAGES - 2 newer groups may
+         * stay in flight; then every warp is past tile nb - 1, whose stage
+         * takes tile nb + STAGES - 1 */
+        ckt_cp_async_wait(CKT__FMHA_STAGES > 1 ? CKT__FMHA_STAGES - 2 : 0);
         ckt_block_sync();
-        if (CKT__FMHA_STAGES > 1 && nb + 1 < nblocks) { /* prefetch the next K/V tile */
-            ckt_window2d_move(&wk, BN, 0);
-            ckt_window2d_move(&wv, BN, 0);
-            CKT__FMHA_LOAD_KV_FROM(CKT__FMHA_KV_SRC, (nb + 1) % CKT__FMHA_STAGES);
-            ckt_pipe_commit();
+        if (CKT__FMHA_STAGES > 1) {
+            if (nb + CKT__FMHA_STAGES - 1 < nblocks) { /* prefetch */
+                ckt_window2d_move(&wk, BN, 0);
+                ckt_window2d_move(&wv, BN, 0);
+                CKT__FMHA_LOAD_KV_FROM(CKT__FMHA_KV_SRC, (nb + CKT__FMHA_STAGES - 1) % CKT__FMHA_STAGES);
+            }
+            if (CKT__FMHA_STAGES > 2 || nb + 1 < nblocks)
+                ckt_pipe_commit();
         }
         const ckt_smem_tile sK = CKT__FMHA_SK(nb % CKT__FMHA_STAGES), sV = CKT__FMHA_SV(nb % CKT__FMHA_STAGES);
         const int full = n0 >= full_lo && n0 <= full_hi;
+        const int n0w = n0 + kofs; /* this warp's first key of the tile (CKT_FMHA_KSPLIT) */
 #if CKT__FMHA_FP8 && defined(CKT_HAS_MMA_SYNC) /* V^T of this tile in the permuted key order (ckt/tile/fp8.h); synced before P V */
         ckt_block_transpose_v_e4m3(CKT__FMHA_SVT, sV, BN, DV, CKT__FMHA_THREADS, tid);
 #endif
 
-        /* S = Q K^T: the warp's WM query rows by BN keys */
-        float s_acc[CKT_WARP_ACC_REGS(WM, BN)];
+        /* S = Q K^T: the warp's WM query rows by its BNW keys (BN but with CKT_FMHA_KSPLIT) */
+        float s_acc[CKT_WARP_ACC_REGS(WM, BNW)];
         CKT_UNROLL
-        for (int i = 0; i < CKT_WARP_ACC_REGS(WM, BN); i++)
+        for (int i = 0; i < CKT_WARP_ACC_REGS(WM, BNW); i++)
             s_acc[i] = 0.0f;
 #if defined(CKT_HAS_MMA_SYNC)
         /* A from Q rows of this warp, B from K as [n][k] */
         CKT__FMHA_S_UNROLL
         for (int kk = 0; kk < D; kk += 16) {
-            uint32_t qf[CKT_WARP_A_REGS(WM, 16)], kf[CKT_WARP_B_REGS(16, BN)];
+            uint32_t qf[CKT_WARP_A_REGS(WM, 16)], kf[CKT_WARP_B_REGS(16, BNW)];
             ckt_warp_load_a(qf, sQ, wr, kk, WM, 16);
-            ckt_warp_load_b_nk(kf, sK, 0, kk, 16, BN);
-            ckt_warp_mma(s_acc, qf, kf, WM, BN, 16, CKT__FMHA_MMA_IN);
+            ckt_warp_load_b_nk(kf, sK, kofs, kk, 16, BNW);
+            ckt_warp_mma(s_acc, qf, kf, WM, BNW, 16, CKT__FMHA_MMA_IN);
         }
 #else
         /* transposed on CDNA, S^T[BN x 32] = K[BN x D] Q^T (A = K rows, B = Q
@@ -67,17 +73,17 @@
         /* scores soft-capped (or biased: s scale + B, natural logits; never
          * both), masked to -inf where the mask or the end of the keys cuts
          * the tile (only there: the test is per element) */
-        float to_log2 = ckt_fmha_softcap(s_acc, CKT_WARP_ACC_REGS(WM, BN), scale, a.softcap);
+        float to_log2 = ckt_fmha_softcap(s_acc, CKT_WARP_ACC_REGS(WM, BNW), scale, a.softcap);
         if (bias_on) { /* a constant: _bias_kernel's copy only */
-            ckt_fmha_bias_scores(s_acc, &bias, b, h, wrow0, n0, WM, BN, lane, g, scale, CKT__FMHA_BF16);
+            ckt_fmha_bias_scores(s_acc, &bias, b, h, wrow0, n0w, WM, BNW, lane, g, scale, CKT__FMHA_BF16);
             to_log2 = CKT_LOG2E;
         }
         if (!full)
-            ckt_fmha_mask_scores(s_acc, &mask, wrow0, n0, WM, BN, lane, g);
+            ckt_fmha_mask_scores(s_acc, &mask, wrow0, n0w, WM, BNW, lane, g);
 
         /* m_new = max(m, rowmax(S)), P = exp2(S f - m_new), l = l corr + rowsum(P) */
         float corr[ROWS];
-        const int grew = ckt_fmha_softmax_update(corr, s_acc, row_m, row_l, WM, BN, to_log2);
+        const int grew = ckt_fmha_softmax_update(corr, s_acc, row_m, row_l, WM, BNW, to_log2);
 
         /* dropout (ckt/fmha/dropout.h): P <- P o Z after l took the whole
          * row (the 1 / (1 - p) waits for the epilogue); on CDNA here, on
@@ -117,22 +123,22 @@
         }
 #elif defined(CKT_HAS_MMA_SYNC)
         /* P's registers become A fragments without leaving the lane */
-        uint32_t pf[CKT_WARP_A_REGS(WM, BN)];
-        ckt_warp_acc_to_a(pf, s_acc, WM, BN, CKT__FMHA_BF16);
+        uint32_t pf[CKT_WARP_A_REGS(WM, BNW)];
+        ckt_warp_acc_to_a(pf, s_acc, WM, BNW, CKT__FMHA_BF16);
         if (CKT__FMHA_DROP) { /* dropout on the packed P: the fp32 tile is dead, 32 registers free */
             const ckt_fmha_dropout dr = ckt_fmha_dropout_of(a.p_drop, a.drop_seed, a.drop_offset, a.drop_seed_offset);
-            ckt_fmha_dropout_tile_packed(pf, &dr, (uint32_t)b * (uint32_t)a.nhead_q + (uint32_t)h, wrow0, n0, WM, BN,
+            ckt_fmha_dropout_tile_packed(pf, &dr, (uint32_t)b * (uint32_t)a.nhead_q + (uint32_t)h, wrow0, n0w, WM, BNW,
                                          lane, g);
         }
         CKT_UNROLL
-        for (int kk = 0; kk < BN; kk += 16) {
+        for (int kk = 0; kk < BNW; kk += 16) {
             uint32_t vf[CKT_WARP_B_REGS(16, DVW)], pk[CKT_WARP_A_REGS(WM, 16)];
             CKT_UNROLL
             for (int mi = 0; mi < WM / 16; mi++)
                 CKT_UNROLL
                 for (int e = 0; e < 4; e++)
-                    pk[mi * 4 + e] = pf[(mi * (BN / 16) + kk / 16) * 4 + e];
-            ckt_warp_load_b_kn(vf, sV, kk, vc0, 16, DVW);
+                    pk[mi * 4 + e] = pf[(mi * (BNW / 16) + kk / 16) * 4 + e];
+            ckt_warp_load_b_kn(vf, sV, kofs + kk, vc0, 16, DVW);
             ckt_warp_mma(o_acc, pk, vf, WM, DVW, 16, CKT__FMHA_BF16);
         }
 #elif CKT__FMHA_FP8

@@ -341,6 +341,78 @@ CKT_INLINE CKT_DEVICE void ckt_fmha_softmax_sink(float *inv, float *row_m, float
     }
 }
 
+/* >>merge: warps that shared rows but split the keys (the decode instances'
+ * CKT_FMHA_KSPLIT, docs/fmha_inference.md#decode) */
+
+/* Floats of shared memory one warp's partial state takes in
+ * ckt_fmha_softmax_merge_warps: its accumulator of wm rows by n columns and
+ * its rows' m and l, a float a lane each. */
+#define CKT_FMHA_MERGE_FLOATS(wm, n) ((CKT_WARP_ACC_REGS(wm, n) + 2 * CKT_FMHA_ROW_SLOTS(wm)) * CKT_WARP_SIZE)
+
+/* kw warps of the block (a group; this one is number ks in it) hold partial
+ * states (o, row_m, row_l, before ckt_fmha_softmax_finish) of the same query
+ * rows over disjoint keys. Afterwards the group's first warp (ks == 0, the
+ * call returns 1 there, else 0) holds their merge:
+ *   m = max_w m_w,  l = sum_w l_w exp2(m_w - m),  o = sum_w o_w exp2(m_w - m)
+ * summed in warp order, so the result is the same bits every run whatever
+ * the warps' timing. Lane L of every warp holds the same rows (the layout is
+ * the warp's), so the merge pairs registers lane by lane. A block-wide call
+ * (two barriers: every warp of the block calls it); red is the group's
+ * kw * CKT_FMHA_MERGE_FLOATS(wm, n) floats of shared memory, free to reuse
+ * (the first barrier waits for every warp's last read of what was there). */
+CKT_INLINE CKT_DEVICE int ckt_fmha_softmax_merge_warps(float *o, float *row_m, float *row_l, int wm, int n, float *red,
+                                                       int ks, int kw, int lane)
+{
+    const int R = CKT_FMHA_ROW_SLOTS(wm), A = CKT_WARP_ACC_REGS(wm, n);
+    ckt_block_sync();
+    if (ks > 0) { /* [m rows][l rows][o registers], a float a lane */
+        float *mine = red + ks * CKT_FMHA_MERGE_FLOATS(wm, n) + lane;
+        CKT_UNROLL
+        for (int r = 0; r < R; r++) {
+            mine[r * CKT_WARP_SIZE] = row_m[r];
+            mine[(R + r) * CKT_WARP_SIZE] = row_l[r];
+        }
+        CKT_UNROLL
+        for (int i = 0; i < A; i++)
+            mine[(2 * R + i) * CKT_WARP_SIZE] = o[i];
+    }
+    ckt_block_sync();
+    if (ks > 0)
+        return 0;
+    float m[CKT_FMHA_ROW_SLOTS_MAX], f[CKT_FMHA_ROW_SLOTS_MAX];
+    CKT_UNROLL
+    for (int r = 0; r < R; r++)
+        m[r] = row_m[r];
+    for (int w = 1; w < kw; w++)
+        CKT_UNROLL
+        for (int r = 0; r < R; r++)
+            m[r] = fmaxf(m[r], red[w * CKT_FMHA_MERGE_FLOATS(wm, n) + r * CKT_WARP_SIZE + lane]);
+    /* a row no warp saw keeps m = -inf: subtract 0 there (every factor 0) */
+    CKT_UNROLL
+    for (int r = 0; r < R; r++) {
+        const float m_use = m[r] == -INFINITY ? 0.0f : m[r];
+        f[r] = ckt_exp2f_fast(row_m[r] - m_use);
+        row_l[r] *= f[r];
+        row_m[r] = m[r];
+        m[r] = m_use;
+    }
+    CKT_UNROLL
+    for (int i = 0; i < A; i++)
+        o[i] *= f[ckt_fmha_acc_slot(i, n)];
+    for (int w = 1; w < kw; w++) {
+        const float *theirs = red + w * CKT_FMHA_MERGE_FLOATS(wm, n) + lane;
+        CKT_UNROLL
+        for (int r = 0; r < R; r++) {
+            f[r] = ckt_exp2f_fast(theirs[r * CKT_WARP_SIZE] - m[r]);
+            row_l[r] += theirs[(R + r) * CKT_WARP_SIZE] * f[r];
+        }
+        CKT_UNROLL
+        for (int i = 0; i < A; i++)
+            o[i] += theirs[(2 * R + i) * CKT_WARP_SIZE] * f[ckt_fmha_acc_slot(i, n)];
+    }
+    return 1;
+}
+
 /* LSE = ln(sum_j exp(s_j)) of a finished row: (m + log2 l) * ln 2, -inf when
  * the row saw no key. */
 CKT_INLINE CKT_DEVICE float ckt_fmha_softmax_lse(float m, float l)

@@ -1,24 +1,47 @@
 /* lib/fmha/fwd_decode_d64.c — libckt_fmha's decode instances, fp16 and bf16,
  * hdim 64: the GQA group's query heads packed into one block's rows
- * (ckt/fmha/pack.h), one warp of 16 rows (CDNA: one wavefront of 32), so that
+ * (ckt/fmha/pack.h), 16 rows (CDNA: one wavefront of 32), so that
  * a step of 1..16 queries reads each K/V byte once per group. The
  * dispatcher runs them for seqlen_q <= CKT_FMHA_DECODE_MAX_Q. */
 #include "lib/fmha/instances.h"
+
+/* NVIDIA: CKT__DEC_WARPS warps share the 16 rows and split each key tile
+ * (CKT_FMHA_KSPLIT, as lib/fmha/fwd_decode_d128.c). CDNA: one wavefront. */
+#if defined(CKT_HAS_MFMA)
+#undef CKT__DEC_WARPS
+#undef CKT__DEC_BN
+#define CKT__DEC_WARPS 1
+#else
+#ifndef CKT__DEC_WARPS
+#define CKT__DEC_WARPS 4
+#endif
+#ifndef CKT__DEC_BN
+#define CKT__DEC_BN 128
+#endif
+#endif
 
 #define CKT_FMHA_NAME ckt_fmha_fwd_decode_f16_d64
 #define CKT_FMHA_DTYPE CKT_F16
 #define CKT_FMHA_HDIM 64
 #define CKT_FMHA_PACK_GQA 1
-#define CKT_FMHA_WARPS 1
+#define CKT_FMHA_WARPS CKT__DEC_WARPS
+#define CKT_FMHA_KSPLIT CKT__DEC_WARPS
 #define CKT_FMHA_WARP_ROWS 16
+#ifdef CKT__DEC_BN
+#define CKT_FMHA_BLOCK_N CKT__DEC_BN
+#endif
 #include CKT_FMHA_FWD_BODY
 
 #define CKT_FMHA_NAME ckt_fmha_fwd_decode_bf16_d64
 #define CKT_FMHA_DTYPE CKT_BF16
 #define CKT_FMHA_HDIM 64
 #define CKT_FMHA_PACK_GQA 1
-#define CKT_FMHA_WARPS 1
+#define CKT_FMHA_WARPS CKT__DEC_WARPS
+#define CKT_FMHA_KSPLIT CKT__DEC_WARPS
 #define CKT_FMHA_WARP_ROWS 16
+#ifdef CKT__DEC_BN
+#define CKT_FMHA_BLOCK_N CKT__DEC_BN
+#endif
 #include CKT_FMHA_FWD_BODY
 
 #if !defined(CKT_DEVICE_PASS) /* host data: the device pass of hipcc would emit it too */
