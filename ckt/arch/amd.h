@@ -38,6 +38,9 @@ CKT_INLINE CKT_DEVICE unsigned ckt_warp_id(void) { return ckt_thread_rank() / CK
 CKT_INLINE CKT_DEVICE void ckt_block_sync(void) { __syncthreads(); }
 CKT_INLINE CKT_DEVICE void ckt_warp_sync(void) { __builtin_amdgcn_wave_barrier(); }
 CKT_INLINE CKT_DEVICE void ckt_threadfence(void) { __threadfence(); }
+/* programmatic dependent launch: none on AMD (launches stay ordered) */
+CKT_INLINE CKT_DEVICE void ckt_grid_dependents_launch(void) {}
+CKT_INLINE CKT_DEVICE void ckt_grid_dependency_wait(void) {}
 
 /* >>warp (wavefront) collectives */
 CKT_INLINE CKT_DEVICE uint32_t ckt_warp_shfl_xor_u32(uint32_t v, unsigned m) { return (uint32_t)__shfl_xor((int)v, (int)m); }
@@ -323,6 +326,13 @@ static inline int ckt_arch_launch(ckt_kernel_ref k, ckt_dim3 grid, ckt_dim3 bloc
     hipError_t e = hipLaunchKernel(k, dim3(grid.x, grid.y, grid.z), dim3(block.x, block.y, block.z),
                                    args, dyn_shared, (hipStream_t)stream);
     return (int)e;
+}
+
+/* No programmatic dependent launch on AMD: an ordinary launch. */
+static inline int ckt_arch_launch_dependent(ckt_kernel_ref k, ckt_dim3 grid, ckt_dim3 block,
+                                            size_t dyn_shared, void *stream, const void *params)
+{
+    return ckt_arch_launch(k, grid, block, dyn_shared, stream, params);
 }
 
 static inline const char *ckt_arch_error_string(int err)

@@ -10,6 +10,13 @@
  *                  ckt_thread_rank()  linear id in the block
  *                  ckt_lane_id() ckt_warp_id()  CKT_WARP_SIZE (32 NVIDIA, 64 CDNA)
  *   sync           ckt_block_sync() ckt_warp_sync() ckt_threadfence()
+ *                  ckt_grid_dependents_launch() ckt_grid_dependency_wait(): a
+ *                  kernel launched by ckt_arch_launch_dependent may start
+ *                  once every block of the one before it in the stream has
+ *                  called the first (or exited); it calls the second before
+ *                  touching what that kernel writes (NVIDIA sm_90:
+ *                  griddepcontrol; elsewhere the launch is ordinary and both
+ *                  do nothing)
  *   collectives    ckt_warp_shfl_{xor,idx,up,down}_{u32,f32}(v, arg)
  *                  ckt_warp_ballot(pred) -> uint64_t lane mask
  *                  ckt_warp_any(pred) ckt_warp_all(pred)
@@ -39,6 +46,8 @@
  *                  CKT_KERNEL_BOUNDS(name, ParamsType, p, max_threads)
  *                  CKT_KERNEL_REF(name) -> ckt_kernel_ref
  *                  ckt_arch_launch(ref, grid, block, smem, stream, &params)
+ *                  ckt_arch_launch_dependent(...): the same, overlapping the
+ *                  previous kernel's tail where the device can (see sync)
  *                  (host code normally calls ckt_rt_launch, ckt/host/runtime.h)
  *
  * A kernel takes one parameter struct by value:

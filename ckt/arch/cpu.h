@@ -38,6 +38,9 @@ CKT_INLINE unsigned ckt_warp_id(void) { return ckt__emu_cur()->warp; }
 #define ckt_block_sync() ckt__emu_barrier(__FILE__, __LINE__)
 #define ckt_warp_sync() ((void)ckt__emu_warp_op(CKT__EMU_OP_SYNC, 0, 0, __FILE__, __LINE__))
 #define ckt_threadfence() __atomic_thread_fence(__ATOMIC_SEQ_CST)
+/* programmatic dependent launch: launches run one after the other here */
+#define ckt_grid_dependents_launch() ((void)0)
+#define ckt_grid_dependency_wait() ((void)0)
 
 /* >>warp collectives */
 #define ckt_warp_shfl_xor_u32(v, m)                                                               \
@@ -109,6 +112,13 @@ static inline int ckt_arch_launch(ckt_kernel_ref k, ckt_dim3 grid, ckt_dim3 bloc
 {
     (void)stream;
     return ckt__emu_launch_kernel(k, grid, block, dyn_shared, params);
+}
+
+/* Launches run in order on the emulator: an ordinary launch. */
+static inline int ckt_arch_launch_dependent(ckt_kernel_ref k, ckt_dim3 grid, ckt_dim3 block,
+                                            size_t dyn_shared, void *stream, const void *params)
+{
+    return ckt_arch_launch(k, grid, block, dyn_shared, stream, params);
 }
 
 static inline const char *ckt_arch_error_string(int err)

@@ -46,6 +46,21 @@ CKT_INLINE CKT_DEVICE unsigned ckt_warp_id(void) { return ckt_thread_rank() / CK
 CKT_INLINE CKT_DEVICE void ckt_block_sync(void) { __syncthreads(); }
 CKT_INLINE CKT_DEVICE void ckt_warp_sync(void) { __syncwarp(CKT__FULL_MASK); }
 CKT_INLINE CKT_DEVICE void ckt_threadfence(void) { __threadfence(); }
+/* programmatic dependent launch (sm_90; no-ops below): this block lets the
+ * stream's next kernel start launching / waits until the stream's previous
+ * kernel has completed and its writes are visible */
+CKT_INLINE CKT_DEVICE void ckt_grid_dependents_launch(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+CKT_INLINE CKT_DEVICE void ckt_grid_dependency_wait(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
 
 /* >>warp collectives (all lanes of the warp take part) */
 CKT_INLINE CKT_DEVICE uint32_t ckt_warp_shfl_xor_u32(uint32_t v, unsigned m) { return __shfl_xor_sync(CKT__FULL_MASK, v, (int)m); }
@@ -314,6 +329,37 @@ static inline int ckt_arch_launch(ckt_kernel_ref k, ckt_dim3 grid, ckt_dim3 bloc
                                      dim3(block.x, block.y, block.z), args, dyn_shared,
                                      (cudaStream_t)stream);
     return (int)e;
+}
+
+/* As ckt_arch_launch, with programmatic stream serialization on devices of
+ * compute capability 9.0 and up: the kernel may begin while the previous one
+ * in the stream finishes, and must call ckt_grid_dependency_wait() before
+ * reading what it wrote. Elsewhere an ordinary launch. */
+static inline int ckt_arch_launch_dependent(ckt_kernel_ref k, ckt_dim3 grid, ckt_dim3 block,
+                                            size_t dyn_shared, void *stream, const void *params)
+{
+    int dev = 0, major = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess || major < 9)
+        return ckt_arch_launch(k, grid, block, dyn_shared, stream, params);
+    if (dyn_shared > 48u * 1024u) {
+        cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dyn_shared);
+        if (e != cudaSuccess)
+            return (int)e;
+    }
+    void *args[1];
+    args[0] = (void *)params;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg; /* every field set below */
+    cfg.gridDim = dim3(grid.x, grid.y, grid.z);
+    cfg.blockDim = dim3(block.x, block.y, block.z);
+    cfg.dynamicSmemBytes = dyn_shared;
+    cfg.stream = (cudaStream_t)stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    return (int)cudaLaunchKernelExC(&cfg, k, args);
 }
 
 static inline const char *ckt_arch_error_string(int err)

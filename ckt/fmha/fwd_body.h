@@ -355,6 +355,8 @@ CKT_INLINE CKT_DEVICE void CKT__FMHA_FN(_body)(const ckt_fmha_fwd_args a, const 
     enum { ROWS = CKT_FMHA_ROW_SLOTS(WM) }; /* query rows a lane holds (ckt/fmha/softmax.h) */
     CKT_DYNAMIC_SHARED(uint16_t, smem);
     const int tid = (int)ckt_thread_idx_x(), warp = (int)ckt_warp_id(), lane = (int)ckt_lane_id();
+    /* split-KV's combine may launch now (it waits for this grid to finish) */
+    ckt_grid_dependents_launch();
 
     /* >>the tile: (b, h, query rows m0 .. m0 + BM, key split) and its entry
      * (ckt/fmha/schedule.h, seqlen.h, page.h, mask.h); num_splits is the
@@ -607,6 +609,9 @@ CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_bias_kernel), ckt_fmha_fwd_args, a, CKT__FMHA_TH
 CKT_KERNEL_BOUNDS(CKT__FMHA_FN(_combine_kernel), ckt_fmha_fwd_args, a, CKT_FMHA_COMBINE_THREADS)
 {
     CKT_DYNAMIC_SHARED(float, smem);
+    /* launched to overlap the attention kernel's tail (ckt_rt_launch_dependent):
+     * its partials are complete and visible past this */
+    ckt_grid_dependency_wait();
     const int t = (int)ckt_thread_idx_x();
     const int b = (int)ckt_block_idx_z(), h = (int)ckt_block_idx_y(), i = (int)ckt_block_idx_x();
     const ckt_fmha_seq sq = ckt_fmha_seq_resolve(a.group_mode, a.seqstart_q, a.seqstart_k, a.seqlen_q_ptr,
@@ -839,7 +844,8 @@ static inline ckt_status CKT__FMHA_FN(_launch)(const ckt_fmha_fwd_args *a, ckt_s
                            ckt_dim3_make(CKT__FMHA_RANDVAL_THREADS, 1, 1), 0, stream, &k);
     if (st != CKT_SUCCESS || k.num_splits <= 1)
         return st;
-    return ckt_rt_launch(CKT_KERNEL_REF(CKT__FMHA_FN(_combine_kernel)),
+    /* the combine's launch and its blocks' start overlap this kernel's tail */
+    return ckt_rt_launch_dependent(CKT_KERNEL_REF(CKT__FMHA_FN(_combine_kernel)),
                          ckt_dim3_make((unsigned)a->seqlen_q, (unsigned)a->nhead_q,
                                        (unsigned)a->batch),
                          ckt_dim3_make(CKT_FMHA_COMBINE_THREADS, 1, 1), CKT_FMHA_COMBINE_SMEM_BYTES, stream, &k);

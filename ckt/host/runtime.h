@@ -15,6 +15,8 @@
  *            ckt_rt_event_record(e, s) ckt_rt_event_synchronize(e)
  *            ckt_rt_event_elapsed_ms(&ms, start, stop)
  *   launch   ckt_rt_launch(CKT_KERNEL_REF(k), grid, block, smem, stream, &params)
+ *            ckt_rt_launch_dependent(...)  the same, may overlap the previous
+ *            kernel's tail (the kernel calls ckt_grid_dependency_wait first)
  *   device   ckt_rt_device_props(&props) ckt_rt_multiprocessors(&n)
  *            ckt_rt_compute_capability(&major, &minor)
  *
@@ -404,6 +406,27 @@ static inline ckt_status ckt_rt_event_elapsed_ms(float *ms, ckt_event start, ckt
 
 /* >>launch */
 
+/* The checks and the launch of both launchers below. */
+static inline ckt_status ckt__rt_launch(ckt_kernel_ref k, ckt_dim3 grid, ckt_dim3 block, size_t dyn_shared,
+                                        ckt_stream stream, const void *params, int dependent)
+{
+    const char *fn = dependent ? "ckt_rt_launch_dependent" : "ckt_rt_launch";
+    if (!k || !params)
+        return ckt__fail(CKT_ERROR_NULL_POINTER, "%s: %s is NULL", fn, !k ? "kernel" : "params");
+    if (grid.x == 0 || grid.y == 0 || grid.z == 0 || block.x == 0 || block.y == 0 || block.z == 0)
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "%s: grid (%u,%u,%u) / block (%u,%u,%u) has a zero extent", fn,
+                         grid.x, grid.y, grid.z, block.x, block.y, block.z);
+    int e = dependent ? ckt_arch_launch_dependent(k, grid, block, dyn_shared, stream, params)
+                      : ckt_arch_launch(k, grid, block, dyn_shared, stream, params);
+    if (e != 0)
+#if defined(CKT_BACKEND_CPU)
+        return ckt__fail(CKT_ERROR_KERNEL, "%s", ckt_arch_error_string(e));
+#else
+        return ckt__fail(CKT_ERROR_LAUNCH, "%s: %s", fn, ckt_arch_error_string(e));
+#endif
+    return CKT_SUCCESS;
+}
+
 /* Launches kernel k (CKT_KERNEL_REF(name)) with its parameter struct *params.
  * On the CPU the kernel has run when this returns; an emulator diagnostic
  * (barrier misuse, deadlock, ...) returns CKT_ERROR_KERNEL with the report in
@@ -411,21 +434,17 @@ static inline ckt_status ckt_rt_event_elapsed_ms(float *ms, ckt_event start, ckt
 static inline ckt_status ckt_rt_launch(ckt_kernel_ref k, ckt_dim3 grid, ckt_dim3 block,
                                        size_t dyn_shared, ckt_stream stream, const void *params)
 {
-    if (!k || !params)
-        return ckt__fail(CKT_ERROR_NULL_POINTER, "ckt_rt_launch: %s is NULL",
-                         !k ? "kernel" : "params");
-    if (grid.x == 0 || grid.y == 0 || grid.z == 0 || block.x == 0 || block.y == 0 || block.z == 0)
-        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
-                         "ckt_rt_launch: grid (%u,%u,%u) / block (%u,%u,%u) has a zero extent",
-                         grid.x, grid.y, grid.z, block.x, block.y, block.z);
-    int e = ckt_arch_launch(k, grid, block, dyn_shared, stream, params);
-    if (e != 0)
-#if defined(CKT_BACKEND_CPU)
-        return ckt__fail(CKT_ERROR_KERNEL, "%s", ckt_arch_error_string(e));
-#else
-        return ckt__fail(CKT_ERROR_LAUNCH, "ckt_rt_launch: %s", ckt_arch_error_string(e));
-#endif
-    return CKT_SUCCESS;
+    return ckt__rt_launch(k, grid, block, dyn_shared, stream, params, 0);
+}
+
+/* As ckt_rt_launch, for a kernel that may start while the previous kernel
+ * in the stream finishes (programmatic dependent launch, NVIDIA sm_90; an
+ * ordinary launch elsewhere): it must call ckt_grid_dependency_wait()
+ * before it reads what that kernel wrote (ckt/arch/arch.h). */
+static inline ckt_status ckt_rt_launch_dependent(ckt_kernel_ref k, ckt_dim3 grid, ckt_dim3 block,
+                                                 size_t dyn_shared, ckt_stream stream, const void *params)
+{
+    return ckt__rt_launch(k, grid, block, dyn_shared, stream, params, 1);
 }
 
 /* >>device */
