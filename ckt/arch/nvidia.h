@@ -11,6 +11,7 @@
 #if defined(CKT_BACKEND_NVIDIA)
 
 #include <cuda_runtime.h>
+#include <string.h>
 
 #define CKT_WARP_SIZE 32
 #define CKT_ARCH_NAME "nvidia"
@@ -331,16 +332,17 @@ static inline int ckt_arch_launch(ckt_kernel_ref k, ckt_dim3 grid, ckt_dim3 bloc
     return (int)e;
 }
 
-/* As ckt_arch_launch, with programmatic stream serialization on devices of
- * compute capability 9.0 and up: the kernel may begin while the previous one
- * in the stream finishes, and must call ckt_grid_dependency_wait() before
- * reading what it wrote. Elsewhere an ordinary launch. */
+/* As ckt_arch_launch, with programmatic stream serialization where the
+ * kernel's own code was built for sm_90 or later (its binary version: only
+ * there is its ckt_grid_dependency_wait() compiled in): the kernel may begin
+ * while the previous one in the stream finishes, and waits there before
+ * touching what that one writes. Elsewhere, or when the driver declines the
+ * attribute, an ordinary launch. */
 static inline int ckt_arch_launch_dependent(ckt_kernel_ref k, ckt_dim3 grid, ckt_dim3 block,
                                             size_t dyn_shared, void *stream, const void *params)
 {
-    int dev = 0, major = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess || major < 9)
+    cudaFuncAttributes fa;
+    if (cudaFuncGetAttributes(&fa, k) != cudaSuccess || fa.binaryVersion < 90)
         return ckt_arch_launch(k, grid, block, dyn_shared, stream, params);
     if (dyn_shared > 48u * 1024u) {
         cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dyn_shared);
@@ -350,6 +352,7 @@ static inline int ckt_arch_launch_dependent(ckt_kernel_ref k, ckt_dim3 grid, ckt
     void *args[1];
     args[0] = (void *)params;
     cudaLaunchAttribute attr[1];
+    memset(attr, 0, sizeof attr);
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = 1;
     cudaLaunchConfig_t cfg; /* every field set below */
@@ -359,7 +362,12 @@ static inline int ckt_arch_launch_dependent(ckt_kernel_ref k, ckt_dim3 grid, ckt
     cfg.stream = (cudaStream_t)stream;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
-    return (int)cudaLaunchKernelExC(&cfg, k, args);
+    cudaError_t e = cudaLaunchKernelExC(&cfg, k, args);
+    if (e == cudaErrorNotSupported) {
+        (void)cudaGetLastError(); /* not sticky: clear it, then the ordinary launch */
+        return ckt_arch_launch(k, grid, block, dyn_shared, stream, params);
+    }
+    return (int)e;
 }
 
 static inline const char *ckt_arch_error_string(int err)

@@ -56,8 +56,10 @@
  * wholly outside the mask. A warp owns WM query rows: 32 on NVIDIA (16 for
  * head dims v > 128) and CDNA. The two MMA flavors differ only in the two
  * products (CDNA computes them transposed, see ckt/fmha/softmax.h); the
- * modules hide the rest (the K/V ring has two cp.async stages on NVIDIA, one
- * on CDNA; O leaves through shared memory on NVIDIA, straight on CDNA).
+ * modules hide the rest (the K/V ring has two cp.async stages on NVIDIA by
+ * default, CKT_FMHA_STAGES, one on CDNA; O leaves through shared memory on
+ * NVIDIA, straight on CDNA). The GQA-packed decode instances split each key
+ * tile over the warps of their row group instead (CKT_FMHA_KSPLIT, below).
  *
  * Head dims v above 256 (512; MLA's 576/512) split V's columns over
  * CKT__FMHA_VSPLIT warps that share one row group: each computes the same
@@ -105,7 +107,8 @@
 #endif
 /* optional: 1 packs the query heads of a GQA group into one block's rows
  * (decode: ckt/fmha/pack.h); pair it with few rows a block, e.g.
- * CKT_FMHA_WARPS 1 and CKT_FMHA_WARP_ROWS 16 */
+ * CKT_FMHA_WARP_ROWS 16 and CKT_FMHA_WARPS 4 with CKT_FMHA_KSPLIT 4 (one
+ * row group, four warps splitting its keys; NVIDIA) or CKT_FMHA_WARPS 1 */
 #ifdef CKT_FMHA_PACK_GQA
 #define CKT__FMHA_PACK CKT_FMHA_PACK_GQA
 #else
@@ -293,6 +296,7 @@ CKT_STATIC_ASSERT(CKT__FMHA_DV % (32 * CKT__FMHA_VSPLIT) == 0 && CKT__FMHA_DVW <
                   "CKT_FMHA_VSPLIT: warps a row group, dividing CKT_FMHA_WARPS, with HDIM_V / VSPLIT a multiple of "
                   "32 up to 256 (the O accumulator of a warp)");
 CKT_STATIC_ASSERT(CKT__FMHA_VSPLIT == 1 || !CKT__FMHA_PACK, "CKT_FMHA_VSPLIT > 1 does not pack GQA heads");
+CKT_STATIC_ASSERT(CKT__FMHA_STAGES >= 1, "CKT_FMHA_STAGES: 1 or more K/V stages");
 #if defined(CKT_HAS_MFMA)
 #define CKT__FMHA_KSPLIT_OK 0 /* the transposed products: not written for it */
 #else

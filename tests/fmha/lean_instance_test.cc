@@ -22,6 +22,28 @@
 #define CKT_FMHA_DROPOUT 0
 #include CKT_FMHA_FWD_BODY
 
+// The tuning knobs no shipped instance combines: GQA-packed rows, two row
+// groups of 16 whose two warps each split the key tiles of 64
+// (CKT_FMHA_KSPLIT 2: the merge at each group's own offset), and a 3-stage
+// K/V ring (CKT_FMHA_STAGES). CDNA has no KSPLIT: one wavefront there.
+#define CKT_FMHA_NAME knob_f16_d64
+#define CKT_FMHA_DTYPE CKT_F16
+#define CKT_FMHA_HDIM 64
+#define CKT_FMHA_KV_CACHE 0
+#define CKT_FMHA_BIAS 0
+#define CKT_FMHA_DROPOUT 0
+#define CKT_FMHA_PACK_GQA 1
+#define CKT_FMHA_WARP_ROWS 16
+#if defined(CKT_HAS_MFMA)
+#define CKT_FMHA_WARPS 1
+#else
+#define CKT_FMHA_WARPS 4
+#define CKT_FMHA_KSPLIT 2
+#define CKT_FMHA_BLOCK_N 64
+#define CKT_FMHA_STAGES 3
+#endif
+#include CKT_FMHA_FWD_BODY
+
 namespace {
 
 const uint16_t kSentinel = 0x7b7b;
@@ -82,6 +104,25 @@ TEST(LeanInstance, PlainCallsMatchTheReference)
             Problem p(sq, sk);
             EXPECT_EQ(lean_f16_d64_fits(&p.d), 1);
             ASSERT_EQ(lean_f16_d64_launch(&p.d, nullptr), CKT_SUCCESS) << ckt_last_error();
+            ASSERT_EQ(ckt_rt_device_synchronize(), CKT_SUCCESS);
+            const std::vector<uint16_t> got = p.output();
+            std::vector<float> ref(p.o.size(), 0.0f);
+            ASSERT_EQ(ckt_ref_fmha_fwd(&p.h, ref.data(), nullptr), CKT_SUCCESS) << ckt_last_error();
+            ckt_compare_result ro, rl;
+            const ckt_status s = ckt_ref_fmha_compare(&ro, &rl, &p.h, got.data(), nullptr, ref.data(), nullptr, 1e-3, 1e-3);
+            if (s != CKT_SUCCESS)
+                ckt_compare_print(stderr, "O", &ro);
+            EXPECT_EQ(s, CKT_SUCCESS) << "sq " << sq << " sk " << sk << ": " << ckt_last_error();
+        }
+}
+
+TEST(LeanInstance, KnobsKsplitTwoGroupsAndThreeStagesMatchTheReference)
+{
+    for (int sq : {1, 5, 16, 40})
+        for (int sk : {1, 130, 257}) {
+            Problem p(sq, sk);
+            EXPECT_EQ(knob_f16_d64_fits(&p.d), 1);
+            ASSERT_EQ(knob_f16_d64_launch(&p.d, nullptr), CKT_SUCCESS) << ckt_last_error();
             ASSERT_EQ(ckt_rt_device_synchronize(), CKT_SUCCESS);
             const std::vector<uint16_t> got = p.output();
             std::vector<float> ref(p.o.size(), 0.0f);
