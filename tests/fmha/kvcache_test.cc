@@ -582,6 +582,15 @@ std::vector<Case> cases()
         c.group = 1, c.batch = 3, c.sq = {37, 0, 9}, c.sk = {150, 20, 64}, c.kv = kSglang, c.page_size = 48;
         c.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT, c.h = 4, c.hk = 2, c.splits = 2;
         add(c);
+        // decode at d128 and d256: warps of 32 and 16 keys of each tile
+        // (CKT_FMHA_KSPLIT), each its own 16-key Philox groups
+        for (int d : {128, 256}) {
+            c = Case();
+            c.p_drop = 0.3f;
+            c.d = c.dv = d, c.sq = {3}, c.sk = {200, 71}, c.h = 4, c.hk = 2, c.splits = 2;
+            c.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT;
+            add(c);
+        }
     }
     // bias and ALiBi over the cache paths: split-KV (explicit, automatic),
     // decode's GQA-packed rows, paged (vLLM, sglang), cache_batch_idx, batch prefill
