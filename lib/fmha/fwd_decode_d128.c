@@ -10,19 +10,12 @@
  * schedulers of a multiprocessor work on one block's tiles. H100, the decode
  * grid: 0.86x -> 0.90x cuDNN (geometric mean), the best of 2, 4 and 8
  * warps, tiles of 64 and 128, 2, 3 and 4 stages
- * (docs/fmha_inference.md#decode). CDNA: one wavefront. */
-#if defined(CKT_HAS_MFMA)
-#undef CKT__DEC_WARPS
-#undef CKT__DEC_BN
-#undef CKT__DEC_STAGES
-#define CKT__DEC_WARPS 1
-#else
-#ifndef CKT__DEC_WARPS
-#define CKT__DEC_WARPS 4
-#endif
-#ifndef CKT__DEC_BN
+ * (docs/fmha_inference.md#decode). CDNA: one wavefront (lib/fmha/instances.h). */
+#if !defined(CKT_HAS_MFMA) && !defined(CKT__DEC_BN)
 #define CKT__DEC_BN 128
 #endif
+#if defined(CKT_HAS_MFMA)
+#undef CKT__DEC_STAGES
 #endif
 
 #define CKT_FMHA_NAME ckt_fmha_fwd_decode_f16_d128

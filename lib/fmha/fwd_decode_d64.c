@@ -5,19 +5,9 @@
  * dispatcher runs them for seqlen_q <= CKT_FMHA_DECODE_MAX_Q. */
 #include "lib/fmha/instances.h"
 
-/* NVIDIA: CKT__DEC_WARPS warps share the 16 rows and split each key tile
- * (CKT_FMHA_KSPLIT, as lib/fmha/fwd_decode_d128.c). CDNA: one wavefront. */
-#if defined(CKT_HAS_MFMA)
-#undef CKT__DEC_WARPS
-#undef CKT__DEC_BN
-#define CKT__DEC_WARPS 1
-#else
-#ifndef CKT__DEC_WARPS
-#define CKT__DEC_WARPS 4
-#endif
-#ifndef CKT__DEC_BN
+/* decode's block on NVIDIA: lib/fmha/instances.h (key tiles of 128 here) */
+#if !defined(CKT_HAS_MFMA) && !defined(CKT__DEC_BN)
 #define CKT__DEC_BN 128
-#endif
 #endif
 
 #define CKT_FMHA_NAME ckt_fmha_fwd_decode_f16_d64

@@ -133,4 +133,16 @@ const ckt_fmha_fwd_instance *ckt__fmha_fwd_pick(const ckt_fmha_fwd_args *a, ckt_
 }
 #endif
 
+/* The decode instances' block (lib/fmha/fwd_decode_d*.c): on NVIDIA
+ * CKT__DEC_WARPS warps share the 16 rows and split each key tile of
+ * CKT__DEC_BN keys (CKT_FMHA_KSPLIT, ckt/fmha/fwd_body.h), a file's BN its
+ * own; CDNA one wavefront (no KSPLIT there). -D overrides for experiments. */
+#if defined(CKT_HAS_MFMA)
+#undef CKT__DEC_WARPS
+#undef CKT__DEC_BN
+#define CKT__DEC_WARPS 1
+#elif !defined(CKT__DEC_WARPS)
+#define CKT__DEC_WARPS 4
+#endif
+
 #endif /* CKT_LIB_FMHA_INSTANCES_H */
