@@ -5,18 +5,39 @@
 # file does not compile or holds no kernel.
 #
 #   bash tools/amd_resources.sh examples/vector_add/main.c [extra hipcc flags]
+#   bash tools/amd_resources.sh bazel-bin/lib/fmha/_fmha_gpu_objs/bwd_d128.c.o
+#
+# A source file is compiled here (hipcc, gfx90a and gfx940, -O3). An object
+# (.o) that `bazel build --config=amd` already compiled is read as it is: its
+# .hip_fatbin bundle is split into one code object per architecture (CI reads
+# the build's objects, so that no kernel is compiled twice).
 set -euo pipefail
 src=$1; shift
 root=$(cd "$(dirname "$0")/.." && pwd)
-readelf=/usr/lib/llvm-15/bin/llvm-readelf
+llvm=/usr/lib/llvm-15/bin
+readelf=$llvm/llvm-readelf
 [ -x "$readelf" ] || readelf=llvm-readelf
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 abs=$(cd "$(dirname "$src")" && pwd)/$(basename "$src")
-# a file that does not compile, or holds no kernel, is an error (exit 2), not "no scratch"
-if ! (cd "$tmp" && hipcc -x hip --offload-arch=gfx90a --offload-arch=gfx940 -O3 -std=c++17 \
-   -I"$root" "$@" -c "$abs" -o out.o --save-temps 2>"$tmp/stderr"); then
-  cat "$tmp/stderr" >&2; echo "amd_resources.sh: $src does not compile for AMD" >&2; exit 2
-fi
+case "$src" in
+*.o)
+  [ -f "$abs" ] || { echo "amd_resources.sh: no object $src" >&2; exit 2; }
+  if ! "$llvm/llvm-objcopy" --dump-section=.hip_fatbin="$tmp/fat.bin" "$abs" "$tmp/host.o" 2>"$tmp/stderr"; then
+    cat "$tmp/stderr" >&2; echo "amd_resources.sh: $src holds no HIP code objects (.hip_fatbin)" >&2; exit 2
+  fi
+  for target in $("$llvm/clang-offload-bundler" --list --type=o --input="$tmp/fat.bin" | grep amdgcn); do
+    "$llvm/clang-offload-bundler" --type=o --unbundle --targets="$target" --input="$tmp/fat.bin" \
+      --output="$tmp/obj-hip-amdgcn-amd-amdhsa-${target##*--}.out"
+  done
+  ;;
+*)
+  # a file that does not compile, or holds no kernel, is an error (exit 2), not "no scratch"
+  if ! (cd "$tmp" && hipcc -x hip --offload-arch=gfx90a --offload-arch=gfx940 -O3 -std=c++17 \
+     -I"$root" "$@" -c "$abs" -o out.o --save-temps 2>"$tmp/stderr"); then
+    cat "$tmp/stderr" >&2; echo "amd_resources.sh: $src does not compile for AMD" >&2; exit 2
+  fi
+  ;;
+esac
 scratch=0
 kernels=0
 printf '%-8s %-48s %5s %5s %5s %8s %8s %6s\n' arch kernel vgpr agpr sgpr scratch lds spills
