@@ -67,6 +67,7 @@
 #include "ckt/fmha/dropout.h"
 #include "ckt/fmha/bias.h"
 #include "ckt/fmha/mask.h"
+#include "ckt/fmha/schedule.h"
 #include "ckt/fmha/seqlen.h"
 #include "ckt/fmha/softmax.h"
 #include "ckt/fmha/validate.h"
@@ -161,6 +162,20 @@
 #else
 #define CKT__FB_KUNROLL_D CKT_UNROLL
 #endif
+/* The lean step (NVIDIA): per-unit base pointers for Q, dO, LSE and D that a
+ * step offsets by its head and row (no window made a step), the mask's full
+ * query tiles as an interval computed once a unit, guards that are constants
+ * where every warp takes part in a product, and under a causal mask the long
+ * units first (ckt_fmha_bwd_unit_of_block). H100 d128 s4096: 1.27 G -> ~1.14 G
+ * instructions (FlashAttention-2: 1.07 G). CDNA keeps the plain step: there
+ * the lean one raised gfx90a d128 from 370/114 to 512/256 VGPR/AGPR, with
+ * scratch. */
+#if defined(CKT_HAS_MFMA)
+#define CKT__FB_LEAN 0
+#else
+#define CKT__FB_LEAN 1
+#endif
+
 /* dQ is computed in column chunks of at most 128 (registers) */
 #define CKT__FB_QC (CKT__FB_D > 128 ? 128 : CKT__FB_D)
 
@@ -537,7 +552,16 @@ CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a,
         u_end = block_start[p + 1];
     } else {
         u_begin = p;
-        u_end = p < meta->total_units ? p + 1 : p;
+#if CKT__FB_LEAN
+        /* causal: the long units first (ckt/fmha/schedule.h); any permutation
+         * is correct, the order only balances the grid's tail */
+        if (ckt_fmha_mask_is_causal(a.mask))
+            u_begin = ckt_fmha_bwd_unit_of_block(p, (int64_t)a.batch * a.nhead_k,
+                                                 CKT_CEIL_DIV((int64_t)a.seqlen_k, BN), CKT_FMHA_BWD_GROUP_UNITS);
+        if (u_begin != p && unit_start[meta->batch] != (int64_t)a.batch * a.nhead_k * CKT_CEIL_DIV((int64_t)a.seqlen_k, BN))
+            u_begin = p; /* entries of different lengths: the grid's order */
+#endif
+        u_end = u_begin < meta->total_units ? u_begin + 1 : u_begin;
     }
     float *dq_acc = (float *)((char *)a.workspace + ckt_fmha_bwd_meta_bytes(meta->batch, meta->grid, meta->persistent));
     const float *dsum = (const float *)((const char *)a.workspace + meta->d_offset);
@@ -595,6 +619,40 @@ CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a,
          * CKT__FB_ISSUE: the Q and dO tiles, asynchronously (committed);
          * CKT__FB_ROWS: LSE (log2 domain; +inf for a row with nothing visible,
          * so that its P is 0) and D of row r_ of the tile, into l_ and d_ */
+#if CKT__FB_LEAN
+        /* the unit's bases (query head h0 = hk * group, row 0 of the entry):
+         * a step adds its head and row */
+        const int h0 = hk * group;
+        const uint16_t *q_unit = (const uint16_t *)a.q + ckt_fmha_row_offset(a.group_mode, b, h0, sq.q_start,
+                                                                            a.q_stride_b, a.q_stride_h, a.q_stride_s);
+        const uint16_t *do_unit = (const uint16_t *)a.dout + ckt_fmha_row_offset(a.group_mode, b, h0, sq.q_start,
+                                                                                a.do_stride_b, a.do_stride_h,
+                                                                                a.do_stride_s);
+        const float *lse_unit = a.lse + ckt_fmha_row_offset(a.group_mode, b, h0, sq.q_start, a.lse_stride_b,
+                                                             a.lse_stride_h, 1);
+        const float *d_unit = dsum + (int64_t)h0 * meta->total_q_rows + q_row0;
+#define CKT__FB_ISSUE(h_, q0_, stg_)                                                                               \
+    do {                                                                                                           \
+        const int64_t dh_ = (h_)-h0;                                                                               \
+        ckt_smem_tile_load_rows_async(CKT__FB_SQ(stg_), q_unit + dh_ * a.q_stride_h + (int64_t)(q0_)*a.q_stride_s, \
+                                      a.q_stride_s, sq.sq - (q0_), a.hdim_q, BM, D, CKT__FB_T, tid);               \
+        ckt_smem_tile_load_rows_async(CKT__FB_SDO(stg_),                                                           \
+                                      do_unit + dh_ * a.do_stride_h + (int64_t)(q0_)*a.do_stride_s, a.do_stride_s, \
+                                      sq.sq - (q0_), a.hdim_v, BM, DV, CKT__FB_T, tid);                            \
+        ckt_pipe_commit();                                                                                         \
+    } while (0)
+#define CKT__FB_ROWS(h_, q0_, r_, l_, d_)                                                                          \
+    do {                                                                                                           \
+        const int i_ = (q0_) + (r_);                                                                               \
+        const int64_t dh_ = (h_)-h0;                                                                               \
+        l_ = -INFINITY;                                                                                            \
+        d_ = 0.0f;                                                                                                 \
+        if (i_ < sq.sq) {                                                                                          \
+            l_ = lse_unit[dh_ * a.lse_stride_h + i_];                                                              \
+            d_ = d_unit[dh_ * meta->total_q_rows + i_];                                                            \
+        }                                                                                                          \
+    } while (0)
+#else
 #define CKT__FB_ISSUE(h_, q0_, stg_)                                                                               \
     do {                                                                                                           \
         const uint16_t *qp_ = (const uint16_t *)a.q + ckt_fmha_row_offset(a.group_mode, b, h_, sq.q_start,          \
@@ -620,6 +678,7 @@ CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a,
             d_ = dsum[(int64_t)h_ * meta->total_q_rows + q_row0 + i_];                                             \
         }                                                                                                          \
     } while (0)
+#endif
         /* the LSE in the log2 domain as P^T uses it (+inf where nothing is
          * visible: P = 0); applied when stored, so that the global load's
          * latency hides behind the step's products */
@@ -654,7 +713,16 @@ CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a,
         for (int i = 0; i < CKT_WARP_ACC_REGS(VWM, VWN); i++)
             dv_acc[i] = 0.0f;
         const int sw_m = (warp / SGN) * SWM, sw_n = (warp % SGN) * SWN; /* S^T warp tile: keys, queries */
-        const int s_on = warp < SGM * SGN;
+#if CKT__FB_LEAN
+        /* which warps take part in each product: constants where all do */
+        const int s_on = SGM * SGN >= CKT__FB_W || warp < SGM * SGN, v_on = VGM * VGN >= CKT__FB_W || warp < VGM * VGN,
+                  k_on = KGM * KGN >= CKT__FB_W || warp < KGM * KGN, q_on = QGM * QGN >= CKT__FB_W || warp < QGM * QGN;
+        /* the query tiles q0 (as q0 + sw_n) whose S^T warp tile the mask leaves whole */
+        int full_lo, full_hi;
+        ckt_fmha_mask_full_queries(&mk, n0 + sw_m, SWM, SWN, &full_lo, &full_hi);
+#else
+        const int s_on = warp < SGM * SGN, v_on = warp < VGM * VGN, k_on = warp < KGM * KGN, q_on = warp < QGM * QGN;
+#endif
 
         for (int st = 0; st < nsteps; st++) {
             const int stg = CKT__FB_STAGES > 1 ? st & 1 : 0;
@@ -751,7 +819,11 @@ CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a,
                     }
                 }
                 /* only tiles the mask or the ends of the entry cut */
+#if CKT__FB_LEAN
+                if (!(q0 + sw_n >= full_lo && q0 + sw_n <= full_hi)) {
+#else
                 if (!ckt_fmha_mask_tile_full(&mk, q0 + sw_n, SWN, n0 + sw_m, SWM)) {
+#endif
                     CKT_UNROLL
                     for (int i = 0; i < CKT_WARP_ACC_REGS(SWM, SWN); i++) {
                         int r, c;
@@ -776,7 +848,7 @@ CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a,
             ckt_block_sync(); /* P^T and dS^T complete */
 
             /* dV[keys x DV] += P^T dO and dK[keys x D] += dS^T Q */
-            if (warp < VGM * VGN) {
+            if (v_on) {
                 const int wm = (warp / VGN) * VWM, wn = (warp % VGN) * VWN;
                 CKT__FB_KUNROLL_D
                 for (int kk = 0; kk < BM; kk += KSTEP) {
@@ -786,7 +858,7 @@ CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a,
                     ckt_warp_mma(dv_acc, pf, of, VWM, VWN, KSTEP, bf16);
                 }
             }
-            if (warp < KGM * KGN) {
+            if (k_on) {
                 const int wm = (warp / KGN) * KWM, wn = (warp % KGN) * KWN;
                 CKT__FB_KUNROLL_D
                 for (int kk = 0; kk < BM; kk += KSTEP) {
@@ -797,7 +869,7 @@ CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a,
                 }
             }
             /* dQ[queries x D] += dS K, in column chunks of QC, into the workspace */
-            if (warp < QGM * QGN) {
+            if (q_on) {
                 const int wm = (warp / QGN) * QWM, wn = (warp % QGN) * QWN;
                 float *dqs = dq_acc + dq_base + ((int64_t)slot * a.nhead_q + h) * dq_mat;
                 for (int c0 = 0; c0 < D; c0 += QC) {
@@ -846,10 +918,10 @@ CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a,
                                                               a.dk_stride_h, a.dk_stride_s);
         uint16_t *dvp = (uint16_t *)a.dv + ckt_fmha_row_offset(a.group_mode, b, hk, sq.k_start + n0, a.dv_stride_b,
                                                               a.dv_stride_h, a.dv_stride_s);
-        if (warp < KGM * KGN)
+        if (k_on)
             ckt__fmha_bwd_store_acc(dkp, a.dk_stride_s, dk_acc, (warp / KGN) * KWM, (warp % KGN) * KWN, KWM, KWN,
                                     sq.sk - n0, a.hdim_q, scale, bf16);
-        if (warp < VGM * VGN)
+        if (v_on)
             ckt__fmha_bwd_store_acc(dvp, a.dv_stride_s, dv_acc, (warp / VGN) * VWM, (warp % VGN) * VWN, VWM, VWN,
                                     sq.sk - n0, a.hdim_v, 1.0f, bf16);
 #undef CKT__FB_ISSUE

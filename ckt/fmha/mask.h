@@ -155,4 +155,24 @@ CKT_INLINE CKT_HOST_DEVICE void ckt_fmha_mask_full_keys(const ckt_fmha_mask_para
     *hi = (int)(h < INT32_MIN ? INT32_MIN : h > INT32_MAX ? INT32_MAX : h);
 }
 
+/* The transpose: the tile starts m0 for which ckt_fmha_mask_tile_full(m,
+ * m0, bm, n0, bn) holds, as one interval lo <= m0 <= hi (empty when *lo >
+ * *hi). The backward walks the query tiles of one key tile: computed once a
+ * key tile, it leaves each step two compares. */
+CKT_INLINE CKT_HOST_DEVICE void ckt_fmha_mask_full_queries(const ckt_fmha_mask_params *m, int n0, int bn, int bm,
+                                                           int *lo, int *hi)
+{
+    int64_t l = INT32_MIN, h = (int64_t)m->sq - bm;
+    if (m->right >= 0) /* n0 + bn - 1 - m0 - off <= right */
+        l = (int64_t)n0 + bn - 1 - m->off - m->right;
+    if (m->left >= 0 && (int64_t)n0 - bm + 1 - m->off + m->left < h) /* n0 - (m0 + bm - 1) - off >= -left */
+        h = (int64_t)n0 - bm + 1 - m->off + m->left;
+    if ((int64_t)n0 + bn > m->sk) {
+        l = 1; /* keys past the entry: never full */
+        h = 0;
+    }
+    *lo = (int)(l < INT32_MIN ? INT32_MIN : l > INT32_MAX ? INT32_MAX : l);
+    *hi = (int)(h < INT32_MIN ? INT32_MIN : h > INT32_MAX ? INT32_MAX : h);
+}
+
 #endif /* CKT_FMHA_MASK_H */

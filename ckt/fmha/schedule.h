@@ -18,7 +18,10 @@
  * under a causal mask pairs of a long and a short tile of one (batch, head)
  * (ckt_fmha_fwd_first_tile, ckt_fmha_fwd_next_tile).
  *
- * The backward's persistent partition lives in ckt/fmha/workspace.h.
+ * The backward's non-deterministic grid runs one block per work unit (entry,
+ * kv head, key tile); under a causal mask ckt_fmha_bwd_unit_of_block puts
+ * the long units first. Its persistent partition lives in
+ * ckt/fmha/workspace.h.
  */
 #ifndef CKT_FMHA_SCHEDULE_H
 #define CKT_FMHA_SCHEDULE_H
@@ -95,6 +98,33 @@ CKT_INLINE CKT_HOST_DEVICE int64_t ckt_fmha_fwd_first_tile(int64_t block, int pa
 CKT_INLINE CKT_HOST_DEVICE int64_t ckt_fmha_fwd_next_tile(int64_t idx, int64_t blocks, int paired)
 {
     return !paired ? idx + blocks : (idx & 1) ? idx - 1 + 2 * blocks : idx + 1;
+}
+
+/* >>backward: block -> work unit
+ * The backward's units are numbered (pair, key tile), pair = (entry, kv head)
+ * slowest; block p of a one-block-per-unit grid takes unit p by default.
+ * Under a causal mask key tile kt is seen by the queries from about kt * bn
+ * on: the first key tiles of a pair are the long ones, so in that order the
+ * last pairs' long units start near the end of the grid and leave a tail.
+ * ckt_fmha_bwd_unit_of_block(p, pairs, ntiles, group) takes the pairs in
+ * groups of max(1, group / ntiles) and, inside a group, runs its units key
+ * tile major: the long units of every pair of the group first, the pairs of
+ * a group close together (their Q and dO stay in the L2). For `pairs` pairs
+ * of ntiles key tiles each (every entry the same length), a permutation of
+ * 0 .. pairs * ntiles - 1; p past that range is returned as it is. */
+#ifndef CKT_FMHA_BWD_GROUP_UNITS
+#define CKT_FMHA_BWD_GROUP_UNITS 128
+#endif
+CKT_INLINE CKT_HOST_DEVICE int64_t ckt_fmha_bwd_unit_of_block(int64_t p, int64_t pairs, int64_t ntiles,
+                                                              int64_t group)
+{
+    if (ntiles <= 0 || pairs <= 0 || p < 0 || p >= pairs * ntiles)
+        return p;
+    const int64_t g = group / ntiles > 1 ? group / ntiles : 1; /* pairs a group */
+    const int64_t k = p / (g * ntiles), i = p - k * (g * ntiles);
+    const int64_t gp = pairs - k * g < g ? pairs - k * g : g; /* pairs in this group (the last: maybe fewer) */
+    const int64_t kt = i / gp, pair = k * g + (i - kt * gp);
+    return pair * ntiles + kt;
 }
 
 #endif /* CKT_FMHA_SCHEDULE_H */

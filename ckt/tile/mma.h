@@ -129,6 +129,34 @@ CKT_INLINE CKT_DEVICE void ckt_smem_tile_load_async(ckt_smem_tile s, const ckt_w
     ckt_smem_load_async_b16(s.base, s.layout, w, R, C, 8, T, tid);
 }
 
+/* The same copy for a tile given by pointer: p is element (0, 0) of the R x C
+ * tile, ld the elements from one row to the next, and only rows < nrows and
+ * columns < ncols exist (the rest is zero-filled). Where the whole tile exists
+ * and p, ld are 16-byte aligned, each thread issues its vectors from one base
+ * address and a constant row step (no window, no per-vector test); else it is
+ * ckt_smem_tile_load_async over the view (nrows x ncols at p). A loop that
+ * walks tiles keeps one base pointer and adds its offsets, instead of making
+ * a window a step. */
+CKT_INLINE CKT_DEVICE void ckt_smem_tile_load_rows_async(ckt_smem_tile s, const uint16_t *p, int64_t ld,
+                                                         int64_t nrows, int64_t ncols, int R, int C, int T,
+                                                         int tid)
+{
+    if (nrows >= R && ncols >= C && T % (C / 8) == 0 &&
+        (((uintptr_t)p | (uintptr_t)(ld * 2)) & (uintptr_t)15) == 0) {
+        const int r0 = tid / (C / 8), c = (tid % (C / 8)) * 8, rstep = T / (C / 8);
+        const uint16_t *g = p + (int64_t)r0 * ld + c;
+        CKT_UNROLL
+        for (int j = 0; j < CKT_CEIL_DIV(R, rstep); j++) {
+            if (R % rstep != 0 && r0 + j * rstep >= R)
+                break;
+            ckt_cp_async_16(ckt__smem_vec_ptr(s.base, s.layout, C, 2, r0 + j * rstep, c), g + (int64_t)j * rstep * ld, 16u);
+        }
+        return;
+    }
+    const ckt_window2d w = ckt_window2d_make(ckt_view2d_make((void *)p, nrows < 0 ? 0 : nrows, ncols, ld), 0, 0);
+    ckt_smem_tile_load_async(s, &w, R, C, T, tid);
+}
+
 #if defined(CKT_HAS_MMA_SYNC)
 
 /* >>NVIDIA: mma.sync m16n8k16 */
@@ -500,6 +528,17 @@ CKT_INLINE CKT_DEVICE void ckt_warp_red_acc_f32(float *m, int64_t ld, const floa
 {
     int lane = (int)ckt_lane_id();
 #if defined(CKT_HAS_MMA_SYNC)
+    if (nrows >= WM && ncols >= WN) { /* the whole warp tile: no test a vector */
+        float *blk = m + ckt_acc_offset(ld, row0, col0) + 4 * lane;
+        CKT_UNROLL
+        for (int mi = 0; mi < WM / 16; mi++)
+            CKT_UNROLL
+            for (int ni = 0; ni < WN / 8; ni++) {
+                const float *c = &acc[(mi * (WN / 8) + ni) * 4];
+                ckt_atomic_add_f32x4(blk + ckt_acc_offset(ld, mi * 16, ni * 8), c[0], c[1], c[2], c[3]);
+            }
+        return;
+    }
     CKT_UNROLL
     for (int mi = 0; mi < WM / 16; mi++) {
         if (mi * 16 >= nrows)

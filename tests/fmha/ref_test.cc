@@ -511,6 +511,16 @@ TEST(RefFmha, MaskTilePredicatesAgreeWithTheRowKeys)
                                         full = lo[i] <= n0 && n0 + bn <= hi[i];
                                     ASSERT_EQ(ckt_fmha_mask_tile_full(&m, m0, bm, n0, bn) != 0, full)
                                         << kind << " sq " << sq << " sk " << sk << " m0 " << m0 << " n0 " << n0;
+                                    // the intervals of full tiles, each way, against the predicate
+                                    int flo, fhi, qlo, qhi;
+                                    ckt_fmha_mask_full_keys(&m, m0, bm, bn, &flo, &fhi);
+                                    ckt_fmha_mask_full_queries(&m, n0, bn, bm, &qlo, &qhi);
+                                    ASSERT_EQ(n0 >= flo && n0 <= fhi, full)
+                                        << "full_keys " << kind << " sq " << sq << " sk " << sk << " m0 " << m0
+                                        << " n0 " << n0 << " bm " << bm << " bn " << bn;
+                                    ASSERT_EQ(m0 >= qlo && m0 <= qhi, full)
+                                        << "full_queries " << kind << " sq " << sq << " sk " << sk << " m0 " << m0
+                                        << " n0 " << n0 << " bm " << bm << " bn " << bn;
                                 }
                         }
                 }

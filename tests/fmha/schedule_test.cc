@@ -2,11 +2,13 @@
 // the grid is taken exactly once, whatever the grid's size, in both orders;
 // the paired order (causal) gives each block pairs of one (batch, head)'s
 // tiles whose key tiles sum to about the same (mtiles or mtiles + 1 tiles'
-// worth of keys), longest first.
+// worth of keys), longest first. The backward's causal unit order (a block ->
+// unit permutation, key tile major in groups of pairs).
 #include "ckt/fmha/schedule.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <tuple>
 #include <vector>
@@ -106,6 +108,42 @@ TEST(FmhaSchedule, PairsBalanceCausalWork)
             }
             EXPECT_EQ(tiles[0][0].m0, (mtiles - 1) * bm); // the longest first
         }
+}
+
+// The backward's causal unit order: a permutation of the units for any shape;
+// inside a group of pairs, key tiles never go down; every pair's first key
+// tile (its longest unit) comes before any pair's second in the group; the
+// pairs of a group are consecutive ones.
+TEST(FmhaSchedule, BackwardUnitOrderIsAPermutationKeyTileMajorInGroups)
+{
+    for (int64_t pairs : {1, 2, 3, 7, 16, 64, 129})
+        for (int64_t ntiles : {1, 2, 5, 16, 32, 128, 200})
+            for (int64_t group : {1, 64, 128, 1000}) {
+                const int64_t n = pairs * ntiles, g = std::max<int64_t>(1, group / ntiles);
+                std::vector<int> seen((size_t)n, 0);
+                int64_t prev_kt = -1, prev_group = -1;
+                for (int64_t p = 0; p < n; p++) {
+                    const int64_t u = ckt_fmha_bwd_unit_of_block(p, pairs, ntiles, group);
+                    ASSERT_GE(u, 0);
+                    ASSERT_LT(u, n);
+                    ASSERT_EQ(seen[(size_t)u]++, 0) << "unit " << u << " twice";
+                    const int64_t pair = u / ntiles, kt = u % ntiles, grp = pair / g;
+                    ASSERT_GE(grp, prev_group) << "groups run in order";
+                    if (grp == prev_group) {
+                        ASSERT_GE(kt, prev_kt) << "key tiles never go down inside a group";
+                    }
+                    prev_group = grp;
+                    prev_kt = kt;
+                }
+                // out of range: unchanged
+                EXPECT_EQ(ckt_fmha_bwd_unit_of_block(n, pairs, ntiles, group), n);
+                EXPECT_EQ(ckt_fmha_bwd_unit_of_block(-1, pairs, ntiles, group), -1);
+            }
+    // one group of 4 pairs of 32 tiles (group 128): blocks 0..3 take the 4 pairs' tile 0
+    for (int64_t p = 0; p < 4; p++)
+        EXPECT_EQ(ckt_fmha_bwd_unit_of_block(p, 8, 32, 128), p * 32);
+    EXPECT_EQ(ckt_fmha_bwd_unit_of_block(4, 8, 32, 128), 1);
+    EXPECT_EQ(ckt_fmha_bwd_unit_of_block(128, 8, 32, 128), 4 * 32); // the second group starts at pair 4
 }
 
 } // namespace
