@@ -58,8 +58,10 @@
  *     slots 0 .. nsplits[b] - 1 in order.
  *   otherwise: one block per unit (grid = the upper bound of units; blocks past
  *     total_units exit), dQ by fp32 atomics into slot 0.
- * dot_do_o zeroes dq_acc before dq_dk_dv runs, so a prepared workspace serves
- * any number of runs with the same lengths. (Both prepares zero dq_acc too.)
+ * dot_do_o zeroes dq_acc (every row a run reads) before dq_dk_dv runs, so a
+ * prepared workspace serves any number of runs with the same lengths. The
+ * prepares leave dq_acc as it is (zeroing it there too was redundant work on
+ * every call of the one-call ckt_fmha_bwd).
  * The persistent partition (ckt__fmha_bwd_partition below): a unit also costs
  * 1 for its fixed work; with at least as many units as blocks every block gets
  * a range of one unit or more and no block costs more than the average plus
@@ -67,7 +69,7 @@
  *
  * Preparing. ckt_fmha_bwd_prepare is synchronous (group mode: it reads the
  * seqstarts back). ckt_fmha_bwd_prepare_async never waits on the host: on the
- * caller's stream it zeroes dq_acc, copies the seqstarts device-to-host into
+ * caller's stream it copies the seqstarts device-to-host into
  * the caller's pinned staging buffer, packs them in a host function and copies
  * the metadata host-to-device. A length error found by that packing cannot be
  * returned: the metadata then says status != 0 with total_units = 0 (kernels
@@ -778,7 +780,8 @@ static inline ckt_status ckt__fmha_bwd_prepare_check(const char *fn, const ckt_f
 /* Prepares a->workspace for a's lengths, synchronously: reads the device
  * arrays back (group mode; in stream order on `stream`), packs on the host,
  * checks a->workspace_bytes >= the exact need, copies the metadata to the
- * workspace and zeroes dq_acc, on `stream`, and returns when that is done.
+ * workspace on `stream`, and returns when that is done (dq_acc is left as it
+ * is: each run initializes it).
  * On a length error the workspace gets the metadata of a failed packing (so a
  * run after it does nothing) and the error names the array and the entry. */
 static inline ckt_status ckt_fmha_bwd_prepare(const ckt_fmha_bwd_plan *p, const ckt_fmha_bwd_args *a,
@@ -818,12 +821,9 @@ static inline ckt_status ckt_fmha_bwd_prepare(const ckt_fmha_bwd_plan *p, const 
         ckt__fmha_bwd_meta_fail(p, meta, s);
     }
     {
-        /* the metadata (a failed packing's too), then dq_acc zeroed */
-        const size_t dq_bytes =
-            s == CKT_SUCCESS ? (size_t)ckt_fmha_bwd_meta_dq_start((ckt_fmha_bwd_meta *)meta)[B] * sizeof(float) : 0;
+        /* the metadata (a failed packing's too); dq_acc is each run's to
+         * initialize (dot_do_o zeroes it) */
         ckt_status c = ckt_rt_memcpy_async(a->workspace, meta, p->meta_bytes, CKT_H2D, stream);
-        if (c == CKT_SUCCESS)
-            c = ckt_rt_memset_async((char *)a->workspace + p->meta_bytes, 0, dq_bytes, stream);
         if (c == CKT_SUCCESS)
             c = ckt_rt_stream_synchronize(stream);
         if (c != CKT_SUCCESS)
@@ -878,7 +878,7 @@ static inline void ckt__fmha_bwd_packer(void *user)
 }
 
 /* Prepares a->workspace on `stream` without any host synchronization:
- *   1. zeroes dq_acc (the upper bound's region: the exact one is not known yet),
+ *   1. (nothing to zero: dq_acc is each run's to initialize),
  *   2. group mode: copies seqstart_q / seqstart_k (and seqlen_q_ptr /
  *      seqlen_k_ptr when given) device-to-host into the staging buffer,
  *   3. packs them there in a host function (ckt_rt_launch_host_func),
@@ -922,12 +922,7 @@ static inline ckt_status ckt_fmha_bwd_prepare_async(const ckt_fmha_bwd_plan *p, 
     j->has_seqlen_q = g && a->seqlen_q_ptr;
     j->has_seqlen_k = g && a->seqlen_k_ptr;
 
-    /* 1. dq_acc: [meta_bytes, workspace_bytes) capped at the upper bound's dq_acc region */
-    size_t zero = CKT__FMHA_BWD_ROUND((size_t)ckt__fmha_bwd_dq_bound(p) * sizeof(float));
-    if (zero > a->workspace_bytes - p->meta_bytes)
-        zero = a->workspace_bytes - p->meta_bytes;
-    s = ckt_rt_memset_async((char *)a->workspace + p->meta_bytes, 0, zero, stream);
-    /* 2. the lengths, device to host */
+    /* 1. (dq_acc is not touched: each run's dot_do_o zeroes it) 2. the lengths, device to host */
     const int32_t *src[4] = {a->seqstart_q, a->seqstart_k, j->has_seqlen_q ? a->seqlen_q_ptr : NULL,
                              j->has_seqlen_k ? a->seqlen_k_ptr : NULL};
     for (int i = 0; g && i < 4 && s == CKT_SUCCESS; i++)

@@ -300,6 +300,9 @@ ckt_status run_bwd(BwdRun &r)
         return CKT_ERROR_INVALID_ARGUMENT;
     r.d.workspace = r.to_device(nullptr, ws);
     r.d.workspace_bytes = ws;
+    // poisoned (0xFF bytes: fp32 NaNs): the backward must not read a dQ slot
+    // element that this run did not zero or store first
+    EXPECT_EQ(ckt_rt_memset(r.d.workspace, 0xFF, ws), CKT_SUCCESS);
     ckt_status s = ckt_fmha_bwd(&r.d, nullptr);
     if (s != CKT_SUCCESS)
         return s;
@@ -1012,6 +1015,7 @@ TEST(BwdPlan, AsyncPrepareMatchesOneCall)
     const size_t ub = ckt_fmha_bwd_workspace_upper_bound(&plan);
     r.d.workspace = r.to_device(nullptr, ub);
     r.d.workspace_bytes = ub;
+    ASSERT_EQ(ckt_rt_memset(r.d.workspace, 0xFF, ub), CKT_SUCCESS); // poisoned, as in run_bwd
     void *staging = nullptr;
     ASSERT_EQ(ckt_rt_malloc_host(&staging, plan.staging_bytes), CKT_SUCCESS);
     ckt_stream st = nullptr;
