@@ -25,7 +25,9 @@ case "$src" in
   if ! "$llvm/llvm-objcopy" --dump-section=.hip_fatbin="$tmp/fat.bin" "$abs" "$tmp/host.o" 2>"$tmp/stderr"; then
     cat "$tmp/stderr" >&2; echo "amd_resources.sh: $src holds no HIP code objects (.hip_fatbin)" >&2; exit 2
   fi
-  for target in $("$llvm/clang-offload-bundler" --list --type=o --input="$tmp/fat.bin" | grep amdgcn); do
+  targets=$("$llvm/clang-offload-bundler" --list --type=o --input="$tmp/fat.bin" | grep amdgcn || true)
+  [ -n "$targets" ] || { echo "amd_resources.sh: no AMD code object in $src's bundle" >&2; exit 2; }
+  for target in $targets; do
     "$llvm/clang-offload-bundler" --type=o --unbundle --targets="$target" --input="$tmp/fat.bin" \
       --output="$tmp/obj-hip-amdgcn-amd-amdhsa-${target##*--}.out"
   done

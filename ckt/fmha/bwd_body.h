@@ -166,8 +166,9 @@
  * step offsets by its head and row (no window made a step), the mask's full
  * query tiles as an interval computed once a unit, guards that are constants
  * where every warp takes part in a product, and under a causal mask the long
- * units first (ckt_fmha_bwd_unit_of_block). H100 d128 s4096: 1.27 G -> ~1.14 G
- * instructions (FlashAttention-2: 1.07 G). CDNA keeps the plain step: there
+ * units first (ckt_fmha_bwd_unit_of_block). H100 d128 s4096: 1.27 G issued
+ * instructions before (FlashAttention-2: 1.07 G), ~1.14 G for an earlier
+ * version of these changes; H200: 1.05-1.16x faster (docs/fmha_bwd.md). CDNA keeps the plain step: there
  * the lean one raised gfx90a d128 from 370/114 to 512/256 VGPR/AGPR, with
  * scratch. */
 #if defined(CKT_HAS_MFMA)

@@ -878,11 +878,11 @@ static inline void ckt__fmha_bwd_packer(void *user)
 }
 
 /* Prepares a->workspace on `stream` without any host synchronization:
- *   1. (nothing to zero: dq_acc is each run's to initialize),
- *   2. group mode: copies seqstart_q / seqstart_k (and seqlen_q_ptr /
+ *   1. group mode: copies seqstart_q / seqstart_k (and seqlen_q_ptr /
  *      seqlen_k_ptr when given) device-to-host into the staging buffer,
- *   3. packs them there in a host function (ckt_rt_launch_host_func),
- *   4. copies the packed metadata host-to-device to the workspace's start.
+ *   2. packs them there in a host function (ckt_rt_launch_host_func),
+ *   3. copies the packed metadata host-to-device to the workspace's start
+ *   (dq_acc is not touched: each run's dot_do_o zeroes it).
  * Batch mode skips step 2. staging: pinned host memory (ckt_rt_malloc_host) of
  * staging_bytes >= plan->staging_bytes; a->workspace_bytes must be at least
  * ckt_fmha_bwd_workspace_upper_bound (the lengths are not known here). What it
@@ -922,21 +922,21 @@ static inline ckt_status ckt_fmha_bwd_prepare_async(const ckt_fmha_bwd_plan *p, 
     j->has_seqlen_q = g && a->seqlen_q_ptr;
     j->has_seqlen_k = g && a->seqlen_k_ptr;
 
-    /* 1. (dq_acc is not touched: each run's dot_do_o zeroes it) 2. the lengths, device to host */
+    /* 1. the lengths, device to host */
     const int32_t *src[4] = {a->seqstart_q, a->seqstart_k, j->has_seqlen_q ? a->seqlen_q_ptr : NULL,
                              j->has_seqlen_k ? a->seqlen_k_ptr : NULL};
     for (int i = 0; g && i < 4 && s == CKT_SUCCESS; i++)
         if (src[i])
             s = ckt_rt_memcpy_async(ckt__fmha_bwd_staging_array(staging, B, i), src[i],
                                     sizeof(int32_t) * (size_t)(i < 2 ? B + 1 : B), CKT_D2H, stream);
-    /* 3. pack (the job belongs to the host function once enqueued) */
+    /* 2. pack (the job belongs to the host function once enqueued) */
     if (s == CKT_SUCCESS)
         s = ckt_rt_launch_host_func(stream, ckt__fmha_bwd_packer, j);
     if (s != CKT_SUCCESS) {
         free(j);
         return s;
     }
-    /* 4. the metadata, host to device */
+    /* 3. the metadata, host to device */
     return ckt_rt_memcpy_async(a->workspace, ckt__fmha_bwd_staging_meta(staging, B), p->meta_bytes, CKT_H2D, stream);
 }
 

@@ -134,7 +134,8 @@ CKT_INLINE CKT_DEVICE void ckt_smem_tile_load_async(ckt_smem_tile s, const ckt_w
  * columns < ncols exist (the rest is zero-filled). Where the whole tile exists
  * and p, ld are 16-byte aligned, each thread issues its vectors from one base
  * address and a constant row step (no window, no per-vector test); else it is
- * ckt_smem_tile_load_async over the view (nrows x ncols at p). A loop that
+ * ckt_smem_tile_load_async over the view (nrows x ncols at p; nrows <= 0: no
+ * rows, the whole tile zeros). A loop that
  * walks tiles keeps one base pointer and adds its offsets, instead of making
  * a window a step. */
 CKT_INLINE CKT_DEVICE void ckt_smem_tile_load_rows_async(ckt_smem_tile s, const uint16_t *p, int64_t ld,

@@ -2,10 +2,12 @@
 // host product: C = A B with A read from an [k][m] shared tile
 // (ckt_warp_load_a_km: ldmatrix.trans / MFMA gather), B from a [k][n] tile
 // (ckt_warp_load_b_kn), the fp32 accumulator handed back through shared
-// memory by ckt_warp_store_acc_b16 (scaled, rounded to fp16). Both emulator
-// profiles and the GPU.
+// memory by ckt_warp_store_acc_b16 (scaled, rounded to fp16); and
+// ckt_smem_tile_load_rows_async (a tile by pointer) on whole, partial, empty
+// and misaligned tiles. Both emulator profiles and the GPU.
 #include "ckt/host.h"
 #include "ckt/tile/mma.h"
+#include "ckt/tile/pipeline.h"
 #include "tests/tile/tile_test_util.h"
 
 #include <gtest/gtest.h>
@@ -83,6 +85,73 @@ TEST(MmaTile, TransposedALoadAndAccumulatorStore)
                 ADD_FAILURE() << "C[" << m << "][" << n << "] = " << ckt_f32_from_f16(got) << ", want " << want;
         }
     EXPECT_EQ(bad, 0);
+}
+
+// ckt_smem_tile_load_rows_async: the RR x CC tile at src + off (row stride ld,
+// rows < nrows and columns < ncols exist) into a shared tile by TT threads,
+// then out[r][c] = the shared tile.
+enum { RR = 32, CC = 64, TT = 128 };
+
+typedef struct {
+    const uint16_t *src;
+    int64_t off, ld, nrows, ncols;
+    uint16_t *out;
+} rows_params;
+
+CKT_KERNEL(rows_load_kernel, rows_params, p)
+{
+    CKT_SHARED_ARRAY(uint16_t, sm, TILE_ELEMS(RR, CC));
+    const int tid = (int)ckt_thread_idx_x();
+    ckt_smem_tile s = ckt_smem_tile_make(sm, CKT_SMEM_PADDED, CC);
+    for (int e = tid; e < RR * CC; e += TT) // garbage first: the copy must write every element
+        *ckt_smem_tile_ptr(s, e / CC, e % CC) = 0x7777;
+    ckt_block_sync();
+    ckt_smem_tile_load_rows_async(s, p.src + p.off, p.ld, p.nrows, p.ncols, RR, CC, TT, tid);
+    ckt_pipe_commit();
+    ckt_cp_async_wait(0);
+    ckt_block_sync();
+    for (int e = tid; e < RR * CC; e += TT)
+        p.out[e] = *ckt_smem_tile_ptr(s, e / CC, e % CC);
+}
+
+TEST(MmaTile, LoadRowsAsyncWholePartialEmptyMisaligned)
+{
+    const int64_t ld_max = 80, rows = 48;
+    std::vector<uint16_t> src((size_t)(rows * ld_max + 8));
+    for (size_t i = 0; i < src.size(); i++)
+        src[i] = (uint16_t)(1 + i % 30000);
+    tile_test::DevBuf<uint16_t> dsrc(src.size()), dout(RR * CC);
+    dsrc.upload(src);
+    struct Case {
+        int64_t off, ld, nrows, ncols;
+        const char *what;
+    };
+    const Case cases[] = {
+        {0, 72, 32, 64, "whole, aligned (the fast path)"},
+        {8 * 72, 72, 40, 64, "whole, more rows than the tile"},
+        {0, 72, 17, 64, "partial rows"},
+        {0, 72, 32, 50, "partial columns (zero-filled)"},
+        {0, 72, 0, 64, "no rows"},
+        {0, 72, -5, 64, "negative rows: none"},
+        {1, 72, 32, 64, "misaligned pointer"},
+        {0, 67, 32, 64, "misaligned row stride"},
+        {3, 67, 9, 41, "misaligned, partial both ways"},
+    };
+    for (const Case &c : cases) {
+        SCOPED_TRACE(c.what);
+        rows_params p = {dsrc.p, c.off, c.ld, c.nrows, c.ncols, dout.p};
+        ASSERT_EQ(tile_test::launch(CKT_KERNEL_REF(rows_load_kernel), 1, TT, &p), CKT_SUCCESS) << ckt_last_error();
+        const std::vector<uint16_t> out = dout.download();
+        int bad = 0;
+        for (int r = 0; r < RR; r++)
+            for (int col = 0; col < CC; col++) {
+                const uint16_t want = r < c.nrows && col < c.ncols ? src[(size_t)(c.off + r * c.ld + col)] : 0;
+                if (out[(size_t)(r * CC + col)] != want && bad++ < 5)
+                    ADD_FAILURE() << "(" << r << ", " << col << ") = " << out[(size_t)(r * CC + col)] << ", want "
+                                  << want;
+            }
+        EXPECT_EQ(bad, 0);
+    }
 }
 
 } // namespace
