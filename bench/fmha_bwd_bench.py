@@ -77,6 +77,9 @@ def main():
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--no-cudnn", action="store_true")
     ap.add_argument("--no-det", action="store_true", help="skip ckt's deterministic backward")
+    ap.add_argument("--sm80", action="store_true",
+                    help="also time ckt's backward with CKT_FMHA_FORCE_SM80=1 (the mma.sync kernels on a Hopper), "
+                         "same process and tensors: sm80 ms and det ms, and sm80 / default (> 1: the default faster)")
     ap.add_argument("--anchors", default=os.path.join(here, "..", "..", "shared", "anchors", "sdpa_h200.tsv"))
     ap.add_argument("--json", default=None, help="append one JSON line per point to this file")
     args = ap.parse_args()
@@ -116,6 +119,7 @@ def main():
 
                     # ckt: forward once, then the backward's arguments (non-deterministic, deterministic)
                     ckt_err, ckt_ms, det_ms, maxdiff, bitwise, grads = None, None, None, None, None, None
+                    sm80_ms, sm80_diff, sm80_det_ms = None, None, None
                     try:
                         o, lse = lib.fwd(q, k, v, causal=causal, return_lse=True)
                         dq, dk, dv = (torch.empty_like(t) for t in (q, k, v))
@@ -124,6 +128,15 @@ def main():
                         ckt_ms = timed(lambda: lib.run_bwd(a, stream), args.warmup, args.repeat, flush)
                         lib.run_bwd(a, stream)
                         grads = (dq.clone(), dk.clone(), dv.clone())
+                        if args.sm80:  # the dispatcher reads the variable at every call
+                            os.environ["CKT_FMHA_FORCE_SM80"] = "1"
+                            try:
+                                sm80_ms = timed(lambda: lib.run_bwd(a, stream), args.warmup, args.repeat, flush)
+                                lib.run_bwd(a, stream)
+                                sm80_diff = max((x.float() - y.float()).abs().max().item()
+                                                for x, y in zip(grads, (dq, dk, dv)))
+                            finally:
+                                del os.environ["CKT_FMHA_FORCE_SM80"]
                         if not args.no_det:
                             ad = lib.bwd_args(q, k, v, o, do, lse, dq, dk, dv, causal=causal, deterministic=True)
                             keep.append(lib.bwd_workspace(ad, q.device))
@@ -133,6 +146,13 @@ def main():
                             lib.run_bwd(ad, stream)
                             bitwise = all(torch.equal(x, y) for x, y in zip(first, (dq, dk, dv)))
                             del first
+                            if args.sm80:
+                                os.environ["CKT_FMHA_FORCE_SM80"] = "1"
+                                try:
+                                    sm80_det_ms = timed(lambda: lib.run_bwd(ad, stream), args.warmup, args.repeat,
+                                                        flush)
+                                finally:
+                                    del os.environ["CKT_FMHA_FORCE_SM80"]
                         del keep, o, lse, dq, dk, dv
                     except ckt_fmha.CktError as e:
                         ckt_err = str(e)
@@ -164,6 +184,10 @@ def main():
                             f"{fmt(fa2_tf, 7)} {fmt(ratio(ckt_tf, fa2_tf), 6, 2)} {fmt(ratio(det_tf, fa2_tf), 6, 2)} | "
                             f"{fmt(cudnn_tf, 8)} {fmt(ratio(ckt_tf, cudnn_tf), 7, 2)} | "
                             f"{fmt(maxdiff, 8, 4)} {bw:>7} | {anchor:>16}")
+                    if args.sm80:
+                        line += (f" | sm80 {fmt(sm80_ms, 8, 3)} ms, x {fmt(ratio(sm80_ms, ckt_ms), 5, 2)}, det "
+                                 f"{fmt(sm80_det_ms, 8, 3)} ms, x {fmt(ratio(sm80_det_ms, det_ms), 5, 2)}, "
+                                 f"diff {fmt(sm80_diff, 7, 4)}")
                     if ckt_err:
                         line += f"  ckt error: {ckt_err}"
                     if fa2_ms is None:
@@ -179,7 +203,8 @@ def main():
                             "fa2_tflops": fa2_tf, "cudnn_ms": cudnn_ms, "cudnn_tflops": cudnn_tf,
                             "ckt_over_fa2": ratio(ckt_tf, fa2_tf), "ckt_over_cudnn": ratio(ckt_tf, cudnn_tf),
                             "det_over_fa2": ratio(det_tf, fa2_tf), "maxdiff": maxdiff, "det_bitwise": bitwise,
-                            "anchor_fa2_tflops": a_fa2, "anchor_cudnn_tflops": a_cudnn, "error": ckt_err}) + "\n")
+                            "anchor_fa2_tflops": a_fa2, "anchor_cudnn_tflops": a_cudnn, "error": ckt_err,
+                            "sm80_ms": sm80_ms, "sm80_det_ms": sm80_det_ms, "sm80_maxdiff": sm80_diff}) + "\n")
                     del q, k, v, do, grads, fa2_g, cudnn_g, ref
     if out_json:
         out_json.close()

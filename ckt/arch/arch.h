@@ -36,7 +36,7 @@
  *                  (ckt/arch/memory.h: semantics, CKT_HAS_CP_ASYNC)
  *   warp matrix    CKT_HAS_MMA_SYNC: ckt_mma_m16n8k16_{f16,bf16}(d, a, b, c)
  *                    ckt_ldmatrix_{x1,x2,x4}[_trans](r, row_address)
- *                  CKT_HAS_STMATRIX (sm_90, emulator nv profile): ckt_stmatrix_x4(row_address, r)
+ *                  CKT_HAS_STMATRIX (sm_90, emulator nv profile): ckt_stmatrix_x4[_trans](row_address, r)
  *                  CKT_HAS_MFMA: ckt_mfma_{32x32x8,16x16x16}_{f16,bf16}(d, a, b, c)
  *                  CKT_HAS_MFMA_FP8 (gfx940, emulator cdna): ckt_mfma_{32x32x16,16x16x32}_e4m3(d, a, b, c)
  *                  (ckt/arch/mma.h: fragment layouts)

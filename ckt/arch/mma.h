@@ -78,6 +78,8 @@
  * >>stmatrix m8n8 b16 (CKT_HAS_STMATRIX: NVIDIA sm_90 and the emulator's nv
  *   profile) the inverse of ldmatrix (plain, not .trans)
  *   void ckt_stmatrix_x4(void *row, const uint32_t r[4]);
+ *   void ckt_stmatrix_x4_trans(void *row, const uint32_t r[4]);   stores Mj^T:
+ *   lane 8j+i passes row i of Mj^T (column i of Mj), 16 bytes
  *   Lane 8j+i passes the start of row i of matrix Mj (16 bytes in shared
  *   memory, 16-byte aligned); lane l's r[j] = Mj[lane/4][2(lane%4) .. +1] is
  *   stored there. With lane l passing &T[l%16][8(l/16)] of a row-major 16x16

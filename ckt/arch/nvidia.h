@@ -303,6 +303,12 @@ CKT_INLINE CKT_DEVICE void ckt_stmatrix_x4(void *row, const uint32_t r[4])
                  "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
                  : "memory");
 }
+CKT_INLINE CKT_DEVICE void ckt_stmatrix_x4_trans(void *row, const uint32_t r[4])
+{
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1,%2,%3,%4};\n" ::"r"(ckt__smem_u32(row)),
+                 "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
+                 : "memory");
+}
 #endif
 
 /* >>kernels and launch */

@@ -246,6 +246,18 @@ CKT_STATIC_ASSERT(CKT__FB_BM <= CKT__FB_T, "CKT_FMHA_BWD_BLOCK_M must not exceed
 CKT_STATIC_ASSERT(CKT__FB_BN % CKT__FB_TM == 0 && CKT__FB_BM % CKT__FB_TM == 0,
                   "CKT_FMHA_BWD_BLOCK_N and _BLOCK_M must be multiples of the MMA tile (16 NVIDIA, 32 CDNA)");
 
+/* The wgmma kernel (ckt/fmha/bwd_sm90_body.h) for the instances whose
+ * default tile it takes: NVIDIA (its body on sm_90a) and the emulator's nv
+ * profile, 8 warps, BN 128, head dims 128 / 128 (BM 64) or 64 / 64 (BM 128). */
+#if (defined(CKT_BACKEND_NVIDIA) || (defined(CKT_BACKEND_CPU) && CKT_WARP_SIZE == 32)) && CKT__FB_W == 8 &&         \
+    CKT__FB_BN == 128 &&                                                                                            \
+    ((CKT__FB_D == 128 && CKT__FB_DV == 128 && CKT__FB_BM == 64) || (CKT__FB_D == 64 && CKT__FB_DV == 64 && CKT__FB_BM == 128))
+#define CKT__FB_WG 1
+#include "ckt/fmha/sm90.h"
+#else
+#define CKT__FB_WG 0
+#endif
+
 /* threads per row of the row kernels (dot_do_o, convert_dq): 8 */
 #define CKT__FB_ROW_LANES 8
 #define CKT__FB_ROW_THREADS 256
@@ -463,6 +475,55 @@ CKT_INLINE CKT_DEVICE void ckt__fmha_bwd_dbias_reduce(const ckt_fmha_bwd_args *a
     }
 }
 
+/* >>device: a block's work units [*begin, *end) of dq_dk_dv. Deterministic
+ * (persistent): the plan's contiguous range of block p. Otherwise unit p;
+ * with lean (NVIDIA) and a causal mask the long units first
+ * (ckt_fmha_bwd_unit_of_block, ckt/fmha/schedule.h) where every entry has
+ * the same key tiles; any permutation is correct, the order only balances
+ * the grid's tail. */
+CKT_INLINE CKT_DEVICE void ckt__fmha_bwd_block_units(const ckt_fmha_bwd_meta *meta, const ckt_fmha_bwd_args *a, int p,
+                                                     int bn, int lean, int64_t *begin, int64_t *end)
+{
+    if (meta->persistent) {
+        *begin = ckt_fmha_bwd_meta_block_start(meta)[p];
+        *end = ckt_fmha_bwd_meta_block_start(meta)[p + 1];
+        return;
+    }
+    int64_t u = p;
+    if (lean && ckt_fmha_mask_is_causal(a->mask)) {
+        const int64_t ntiles = CKT_CEIL_DIV((int64_t)a->seqlen_k, bn);
+        u = ckt_fmha_bwd_unit_of_block(p, (int64_t)a->batch * a->nhead_k, ntiles, CKT_FMHA_BWD_GROUP_UNITS);
+        if (u != p && ckt_fmha_bwd_meta_unit_start(meta)[meta->batch] != (int64_t)a->batch * a->nhead_k * ntiles)
+            u = p; /* entries of different lengths: the grid's order */
+    }
+    *begin = u;
+    *end = u < meta->total_units ? u + 1 : u;
+}
+
+/* Unit u = (entry b, kv head hk, key tile at key n0) of block p, and its
+ * dQ slot: deterministic, the block's rank among the blocks of (b, hk)
+ * (each adds into its own); else 0. */
+typedef struct ckt__fmha_bwd_unit {
+    ckt_fmha_seq sq;
+    int b, hk, n0, slot;
+} ckt__fmha_bwd_unit;
+
+CKT_INLINE CKT_DEVICE ckt__fmha_bwd_unit ckt__fmha_bwd_unit_of(const ckt_fmha_bwd_meta *meta, const ckt_fmha_bwd_args *a,
+                                                              int64_t u, int p, int bn)
+{
+    ckt__fmha_bwd_unit r;
+    const int64_t *unit_start = ckt_fmha_bwd_meta_unit_start(meta);
+    r.b = ckt_fmha_bwd_find(unit_start, meta->batch + 1, u);
+    r.sq = ckt__fmha_bwd_seq(a, r.b);
+    const int64_t ntiles = CKT_CEIL_DIV((int64_t)r.sq.sk, bn);
+    r.hk = (int)((u - unit_start[r.b]) / ntiles);
+    r.n0 = (int)((u - unit_start[r.b]) % ntiles) * bn;
+    r.slot = meta->persistent ? p - ckt_fmha_bwd_find(ckt_fmha_bwd_meta_block_start(meta), meta->grid + 1,
+                                                      unit_start[r.b] + (int64_t)r.hk * ntiles)
+                              : 0;
+    return r;
+}
+
 /* >>device: a warp's accumulator tile to global memory, rows < nrows and
  * columns < ncols of the window starting at p (row stride ss), times mul. */
 CKT_INLINE CKT_DEVICE void ckt__fmha_bwd_store_acc(uint16_t *p, int64_t ss, const float *acc, int row0, int col0,
@@ -543,7 +604,10 @@ CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a,
     const int64_t dq_ld = ckt_fmha_bwd_dq_ld(a.hdim_q);
     const int drop = drop_on == 2 ? a.p_drop > 0.0f : drop_on; /* a constant but in the _bias kernel */
 
-    /* this block's work units */
+    /* this block's work units and (below) their decoding: what
+     * ckt__fmha_bwd_block_units and ckt__fmha_bwd_unit_of do, written out
+     * (as calls they raised ptxas's spills of the sm_90a d128 kernel from 8
+     * to 16-24 bytes) */
     const int64_t *unit_start = ckt_fmha_bwd_meta_unit_start(meta);
     const int64_t *block_start = ckt_fmha_bwd_meta_block_start(meta);
     const int p = (int)ckt_block_idx_x();
@@ -949,6 +1013,10 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_bias_kernel), ckt_fmha_bwd_args, a, CKT__
 {
     CKT__FB_FN(_dq_dk_dv_body)(a, 1, 2);
 }
+
+#if CKT__FB_WG /* the wgmma kernel (NAME_dq_dk_dv_wg_kernel, NAME_wg_wanted) */
+#include "ckt/fmha/bwd_sm90_body.h"
+#endif
 #endif /* CKT__FB_SUPPORTED */
 
 #endif /* CKT_HAS_MMA_SYNC || CKT_HAS_MFMA */
@@ -1069,11 +1137,18 @@ static inline ckt_status CKT__FB_FN(_run)(const ckt_fmha_bwd_plan *plan, const c
     }
     if (a->dbias && a->seqlen_q > 0 && a->seqlen_k > 0) /* zeros where the mask hides (i, j); dq_dk_dv writes the rest */
         CKT__FMHA_TRY(ckt_rt_launch(CKT_KERNEL_REF(CKT__FB_FN(_dbias_zero_kernel)), rows_grid, rows_block, 0, stream, &k));
-    CKT__FMHA_TRY(ckt_rt_launch(a->bias || a->alibi_slopes ? CKT_KERNEL_REF(CKT__FB_FN(_dq_dk_dv_bias_kernel))
-                                : a->p_drop > 0.0f             ? CKT_KERNEL_REF(CKT__FB_FN(_dq_dk_dv_drop_kernel))
-                                                               : CKT_KERNEL_REF(CKT__FB_FN(_dq_dk_dv_kernel)),
-                                ckt_dim3_make((unsigned)plan->grid, 1, 1),
-                                ckt_dim3_make(CKT__FB_T, 1, 1), CKT__FB_FN(_smem_bytes)(), stream, &k));
+    ckt_kernel_ref dq_dk_dv = a->bias || a->alibi_slopes ? CKT_KERNEL_REF(CKT__FB_FN(_dq_dk_dv_bias_kernel))
+                              : a->p_drop > 0.0f             ? CKT_KERNEL_REF(CKT__FB_FN(_dq_dk_dv_drop_kernel))
+                                                             : CKT_KERNEL_REF(CKT__FB_FN(_dq_dk_dv_kernel));
+    size_t dq_dk_dv_smem = CKT__FB_FN(_smem_bytes)();
+#if CKT__FB_WG
+    if (CKT__FB_FN(_wg_wanted)(a)) { /* Hopper: the wgmma kernel (same plan, tile and workspace) */
+        dq_dk_dv = CKT_KERNEL_REF(CKT__FB_FN(_dq_dk_dv_wg_kernel));
+        dq_dk_dv_smem = CKT__FB_FN(_wg_smem_bytes);
+    }
+#endif
+    CKT__FMHA_TRY(ckt_rt_launch(dq_dk_dv, ckt_dim3_make((unsigned)plan->grid, 1, 1), ckt_dim3_make(CKT__FB_T, 1, 1),
+                                dq_dk_dv_smem, stream, &k));
     if (plan->traits.dbias_reduce && a->seqlen_q > 0 && a->seqlen_k > 0) /* dbias = dS summed over the broadcast */
         CKT__FMHA_TRY(ckt_rt_launch(CKT_KERNEL_REF(CKT__FB_FN(_dbias_reduce_kernel)),
                                     ckt_dim3_make((unsigned)CKT_CEIL_DIV(a->seqlen_q, CKT__FB_ROWS_PER_BLOCK),
@@ -1145,3 +1220,4 @@ static inline ckt_status CKT__FB_FN(_run)(const ckt_fmha_bwd_plan *plan, const c
 #undef CKT__FB_SMEM_SM80
 #undef CKT__FB_SMEM_SM90
 #undef CKT__FB_BLOCKS_PER_MP
+#undef CKT__FB_WG

@@ -711,26 +711,9 @@ static inline ckt_status CKT__FMHA_FN(CKT__F9_RUN)(const ckt_fmha_fwd_args *a, c
         return CKT_SUCCESS;
     /* the device's image of the kernel (sm_90a's is 90), per device: a host
      * may mix sm_80 and sm_90 GPUs */
-    int binary_version = 0;
-#if defined(CKT_BACKEND_NVIDIA)
-    static int versions[64]; /* 0: not asked yet; else version + 1 */
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0)
-        dev = 0;
-    if (dev < 64 && versions[dev])
-        binary_version = versions[dev] - 1;
-    else {
-        cudaFuncAttributes fa;
-        binary_version = cudaFuncGetAttributes(&fa, (const void *)CKT_KERNEL_REF(CKT__FMHA_FN(CKT__F9_KERNEL))) ==
-                                 cudaSuccess
-                             ? fa.binaryVersion
-                             : 0;
-        if (dev < 64)
-            versions[dev] = binary_version + 1;
-    }
-#elif defined(CKT_HAS_WGMMA)
-    binary_version = 90;
-#endif
+    static int versions[64]; /* ckt_fmha_sm90_binary_version's cache */
+    const int binary_version =
+        ckt_fmha_sm90_binary_version((const void *)CKT_KERNEL_REF(CKT__FMHA_FN(CKT__F9_KERNEL)), versions);
     /* preferred for fp8 and from head dim 128; at d64 from 2048 keys (at
      * 1024 causal the mma.sync kernel is still faster: docs/fmha.md#hopper) */
     if (!ckt_fmha_sm90_wanted(binary_version, CKT__FMHA_FP8 || CKT__FMHA_D >= 128 || a->seqlen_k >= 2048))

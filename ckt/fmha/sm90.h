@@ -151,6 +151,30 @@ static inline int ckt_fmha_sm90_forced(void)
     return ckt_fmha_sm90_env_flag("CKT_FMHA_SM90", 0);
 }
 
+/* The binary version of kernel's image on the current device (90: sm_90a's,
+ * the only one with a Hopper kernel's body), asked once a device and kept in
+ * cache (64 ints, zeros at first, the caller's static); 0 when unknown. The
+ * emulator has no images: 0 there (ckt_fmha_sm90_wanted ignores it). */
+static inline int ckt_fmha_sm90_binary_version(const void *kernel, int *cache)
+{
+#if defined(CKT_BACKEND_NVIDIA)
+    int dev = 0, version;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0)
+        dev = 0;
+    if (dev < 64 && cache[dev])
+        return cache[dev] - 1;
+    cudaFuncAttributes fa;
+    version = cudaFuncGetAttributes(&fa, kernel) == cudaSuccess ? fa.binaryVersion : 0;
+    if (dev < 64)
+        cache[dev] = version + 1;
+    return version;
+#else
+    (void)kernel;
+    (void)cache;
+    return 0;
+#endif
+}
+
 static inline int ckt_fmha_sm90_wanted(int binary_version, int preferred)
 {
     if (ckt_fmha_sm90_env_flag("CKT_FMHA_FORCE_SM80", 0))

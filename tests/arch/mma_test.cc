@@ -234,6 +234,65 @@ TEST(Ldmatrix, AllVariantsMatchDocumentedDistribution)
 #endif
 }
 
+// >>stmatrix (sm_90, the emulator's nv profile): the inverse of ldmatrix x4;
+// lane 8j+i gives the address of row i of matrix j, lane l's r[j] holds
+// Mj[l/4][2(l%4) .. +1]. .trans stores Mj^T: row i of Mj^T is column i of Mj.
+typedef struct stm_params {
+    const int *place; // physical shared row of each of the 32 stored rows (a permutation in 0..39)
+    uint16_t *out;    // [variant][32 rows][8]
+} stm_params;
+
+CKT_KERNEL(stmatrix_kernel, stm_params, p)
+{
+#if defined(CKT_HAS_STMATRIX)
+    CKT_SHARED_ARRAY(uint16_t, sm, 40 * LDM_ROW);
+    unsigned lane = ckt_lane_id();
+    uint32_t r[4];
+    for (unsigned j = 0; j < 4; j++) // Mj[row][col] = 0x2000 + 64 j + 8 row + col
+        r[j] = PACK(0x2000 + 64 * j + 8 * (lane / 4) + 2 * (lane % 4), 0x2000 + 64 * j + 8 * (lane / 4) + 2 * (lane % 4) + 1);
+    for (int v = 0; v < 2; v++) {
+        for (unsigned e = 0; e < 8; e++)
+            sm[p.place[lane] * LDM_ROW + e] = 0xffff;
+        ckt_warp_sync();
+        if (v == 0)
+            ckt_stmatrix_x4(&sm[p.place[lane] * LDM_ROW], r);
+        else
+            ckt_stmatrix_x4_trans(&sm[p.place[lane] * LDM_ROW], r);
+        ckt_warp_sync();
+        for (unsigned e = 0; e < 8; e++)
+            p.out[(v * 32 + lane) * 8 + e] = sm[p.place[lane] * LDM_ROW + e];
+        ckt_warp_sync();
+    }
+#else
+    (void)p;
+#endif
+}
+
+TEST(Stmatrix, PlainAndTransposedMatchDocumentedDistribution)
+{
+#if !defined(CKT_HAS_STMATRIX)
+    GTEST_SKIP() << "no stmatrix on " CKT_ARCH_NAME;
+#else
+    std::vector<int> place(32);
+    for (int i = 0; i < 32; i++)
+        place[i] = (i * 13 + 7) % 40;
+    DeviceBuf dplace(place.size() * 4), dout(2 * 32 * 8 * 2);
+    dplace.put(place);
+    stm_params p = {(const int *)dplace.p, (uint16_t *)dout.p};
+    ASSERT_EQ(launch(CKT_KERNEL_REF(stmatrix_kernel), 32, &p), CKT_SUCCESS) << ckt_last_error();
+    std::vector<uint16_t> out(2 * 32 * 8);
+    dout.get(out);
+    for (int v = 0; v < 2; v++)
+        for (int l = 0; l < 32; l++)
+            for (int e = 0; e < 8; e++) {
+                const int j = l / 8, i = l % 8;
+                const int want = v == 0 ? 0x2000 + 64 * j + 8 * i + e : 0x2000 + 64 * j + 8 * e + i;
+                ASSERT_EQ(out[(v * 32 + l) * 8 + e], want)
+                    << (v ? "stmatrix .trans" : "stmatrix") << " row " << l << " element " << e;
+            }
+#endif
+}
+
 // >>MFMA
 // 32x32x8 (AMD matrix instruction calculator; amd-lab-notes matrix-cores,
 // mfma_fp32_32x32x8fp16): lane l holds A[l%32][4(l/32) + e] and

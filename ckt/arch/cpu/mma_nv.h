@@ -216,18 +216,18 @@ CKT__EMU_LDMATRIX_FN(4, 1, _trans)
 /* >>stmatrix m8n8 .b16, x4 (sm_90): the inverse of ldmatrix x4. Operands
  * per lane: op_ptr[0] = r (uint32_t[4]), [1] = the row address; lane 8j + i
  * gives row i of matrix j, lane l's r[j] holds row l / 4, columns 2 (l % 4)
- * and + 1 of matrix j. */
+ * and + 1 of matrix j. .trans: lane 8j + i gives row i of matrix j's
+ * transpose (column i of the matrix the registers hold). */
 #define CKT_HAS_STMATRIX 1
-static inline void ckt__emu_stmatrix_x4_fn(ckt__emu_thread **lanes, unsigned n)
+static inline void ckt__emu_stmatrix_x4_do(ckt__emu_thread **lanes, int trans)
 {
-    (void)n;
-    uint16_t M[4][8][8]; /* M[j][row][col] */
+    uint16_t M[4][8][8]; /* M[j][row][col]: the stored rows (transposed with trans) */
     for (unsigned l = 0; l < 32; l++) {
         const uint32_t *r = (const uint32_t *)lanes[l]->op_ptr[0];
         unsigned q = l / 4, p = 2 * (l % 4);
         for (unsigned j = 0; j < 4; j++) {
-            M[j][q][p] = (uint16_t)(r[j] & 0xffff);
-            M[j][q][p + 1] = (uint16_t)(r[j] >> 16);
+            *(trans ? &M[j][p][q] : &M[j][q][p]) = (uint16_t)(r[j] & 0xffff);
+            *(trans ? &M[j][p + 1][q] : &M[j][q][p + 1]) = (uint16_t)(r[j] >> 16);
         }
     }
     for (unsigned j = 0; j < 4; j++)
@@ -236,17 +236,32 @@ static inline void ckt__emu_stmatrix_x4_fn(ckt__emu_thread **lanes, unsigned n)
             void *row = (void *)dst->op_ptr[1];
             if ((uintptr_t)row % 16 || !ckt__emu_in_shared(row, 16))
                 ckt__emu_die(dst->file, dst->line,
-                             "ckt_stmatrix_x4: lane %u passes row address %p, which is not a 16-byte aligned "
+                             "ckt_stmatrix_x4%s: lane %u passes row address %p, which is not a 16-byte aligned "
                              "shared-memory address",
-                             dst->lane, row);
+                             trans ? "_trans" : "", dst->lane, row);
             memcpy(row, M[j][i], 16);
         }
+}
+static inline void ckt__emu_stmatrix_x4_fn(ckt__emu_thread **lanes, unsigned n)
+{
+    (void)n;
+    ckt__emu_stmatrix_x4_do(lanes, 0);
+}
+static inline void ckt__emu_stmatrix_x4_trans_fn(ckt__emu_thread **lanes, unsigned n)
+{
+    (void)n;
+    ckt__emu_stmatrix_x4_do(lanes, 1);
 }
 static inline void ckt__emu_stmatrix_x4(void *row, const uint32_t *r, const char *file, int line)
 {
     ckt__emu_warp_custom(ckt__emu_stmatrix_x4_fn, r, row, NULL, NULL, file, line);
 }
+static inline void ckt__emu_stmatrix_x4_trans(void *row, const uint32_t *r, const char *file, int line)
+{
+    ckt__emu_warp_custom(ckt__emu_stmatrix_x4_trans_fn, r, row, NULL, NULL, file, line);
+}
 #define ckt_stmatrix_x4(row, r) ckt__emu_stmatrix_x4((row), (r), __FILE__, __LINE__)
+#define ckt_stmatrix_x4_trans(row, r) ckt__emu_stmatrix_x4_trans((row), (r), __FILE__, __LINE__)
 
 #endif /* CKT_EMU_WARP_SIZE == 32 */
 #endif /* CKT_BACKEND_CPU */
