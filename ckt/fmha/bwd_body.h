@@ -1183,6 +1183,7 @@ static inline ckt_status CKT__FB_FN(_run)(const ckt_fmha_bwd_plan *plan, const c
 #undef CKT__FB_KUNROLL
 #undef CKT__FB_KUNROLL_D
 #undef CKT_FMHA_BWD_UNROLL_D
+#undef CKT_FMHA_BWD_WG_DEFER
 #undef CKT__FB_FN
 #undef CKT__FB_D
 #undef CKT__FB_DV

@@ -41,8 +41,19 @@
 /* + LSE and D of two stages, + 1 KiB to align the base to 1024 bytes */
 enum { CKT__FB_FN(_wg_smem_bytes) = CKT__FBW_ROWS0 + 2 * 2 * CKT__FB_BM * 4 + 1024 };
 
+/* dQ of a step reduced during the next step's first products (1), or at
+ * the step's end (0): a tuning knob. H200, bf16, s 4096 / 16384, same
+ * machine, two rounds: d64 1.09-1.12x faster with it (deterministic
+ * 1.04-1.12x); d128 0.97-0.98x (q_acc live across the step raised ptxas's
+ * spills 124 -> 376 bytes), so the default is 1 at d64 only. */
+#if defined(CKT_FMHA_BWD_WG_DEFER)
+#define CKT__FBW_DEFER CKT_FMHA_BWD_WG_DEFER
+#else
+#define CKT__FBW_DEFER (CKT__FB_D <= 64)
+#endif
+
 #if defined(CKT_HAS_WGMMA)
-/* the products: S^T / dP^T (n = BM), dK / dV (n = D), dQ (n = 64) */
+/* the products: S^T / dP^T (n = 64), dK / dV (n = D), dQ (n = 64) */
 #define CKT__FBW_MMA_S(d, da, db, acc)                                                                  \
     (CKT__FB_BF16 ? ckt_wgmma_m64n64k16_bf16_ss(d, da, db, acc) : ckt_wgmma_m64n64k16_f16_ss(d, da, db, acc))
 #if CKT__FB_D == 128
@@ -211,8 +222,23 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_wg_kernel), ckt_fmha_bwd_args, a, CKT__FB
         ckt_fmha_mask_full_queries(&mk, n0 + wrow, 16, 64, &full_lo, &full_hi);
         const float cap = a.softcap, inv_cap2 = cap > 0.0f ? 1.0f / (cap * cap) : 0.0f;
 
+        /* dQ of a step is reduced into the workspace during the next step's
+         * S^T / dP^T products (CKT__FBW_DEFER): q_acc holds it until then, pdq /
+         * pr0 say where it goes (pdq NULL: nothing pending) */
+        float q_acc[32];
+        CKT_UNROLL
+        for (int i = 0; i < 32; i++)
+            q_acc[i] = 0.0f;
+        float *pdq = (float *)0;
+        int pr0 = 0;
         for (int st = 0; st < nsteps; st++) {
             const int stg = st & 1;
+            /* the previous step's dV / dK / dQ products are done (their shared
+             * tiles may change after the barrier below) */
+            ckt_wgmma_wait0();
+            ckt_wgmma_fence_operand(q_acc, 32);
+            ckt_wgmma_fence_operand(dv_acc, DV / 2);
+            ckt_wgmma_fence_operand(dk_acc, D / 2);
             ckt_cp_async_wait(0);
             ckt_fence_proxy_async(); /* this thread's copies, before wgmma reads them */
             ckt_block_sync();        /* step st's tiles have landed; step st - 1 is done with every tile */
@@ -246,6 +272,10 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_wg_kernel), ckt_fmha_bwd_args, a, CKT__FB
                                    ckt_wgmma_desc_advance(do_b, qo + (ks / 4) * BM * 128 + (ks % 4) * 32), ks > 0);
                 ckt_wgmma_commit();
                 const float *hrows = rows + 64 * hq;
+#if CKT__FBW_DEFER
+                if (hq == 0 && pdq) /* the previous step's dQ, under these products */
+                    ckt_warp_red_acc_f32(pdq, dq_ld, q_acc, pr0, qc, 16, 64, sq.sq - pr0, a.hdim_q - qc);
+#endif
 
                 /* P^T = exp2(S^T log2e scale - LSE log2e) (soft-capped logits with a cap) */
                 ckt_wgmma_wait1();
@@ -322,24 +352,23 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_wg_kernel), ckt_fmha_bwd_args, a, CKT__FB
             }
             ckt_block_sync(); /* dS complete */
 
-            /* dQ[qr.. + 64][qc.. + 64] = dS K over the BN keys, then into the workspace */
-            float q_acc[32];
+            /* dQ[qr.. + 64][qc.. + 64] = dS K over the BN keys, then into the
+             * workspace (deterministic mode: this block's own slot,
+             * ckt/fmha/bwd_body.h) */
             ckt_wgmma_fence();
             CKT_UNROLL
             for (int ks = 0; ks < BN / 16; ks++)
                 CKT__FBW_MMA_Q(q_acc, ckt_wgmma_desc_advance(ds_a, (ks / 4) * BM * 128 + (ks % 4) * 32),
                                ckt_wgmma_desc_advance(k_bmn, ks * 16 * 128), ks > 0);
             ckt_wgmma_commit();
+            pdq = dq_acc + dq_base + ((int64_t)un.slot * a.nhead_q + h) * dq_mat;
+            pr0 = q0 + qr + 16 * (warp % 4);
+#if !CKT__FBW_DEFER
             ckt_wgmma_wait0();
             ckt_wgmma_fence_operand(q_acc, 32);
-            ckt_wgmma_fence_operand(dv_acc, DV / 2);
-            ckt_wgmma_fence_operand(dk_acc, D / 2);
-            {
-                /* deterministic mode: this block's own slot (ckt/fmha/bwd_body.h) */
-                float *dqs = dq_acc + dq_base + ((int64_t)un.slot * a.nhead_q + h) * dq_mat;
-                const int r0 = q0 + qr + 16 * (warp % 4);
-                ckt_warp_red_acc_f32(dqs, dq_ld, q_acc, r0, qc, 16, 64, sq.sq - r0, a.hdim_q - qc);
-            }
+            ckt_warp_red_acc_f32(pdq, dq_ld, q_acc, pr0, qc, 16, 64, sq.sq - pr0, a.hdim_q - qc);
+            pdq = (float *)0;
+#endif
             h = nh;
             q0 = nq0;
             nq0 += BM;
@@ -348,6 +377,12 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_wg_kernel), ckt_fmha_bwd_args, a, CKT__FB
                 nh++;
             }
         }
+        ckt_wgmma_wait0();
+        ckt_wgmma_fence_operand(q_acc, 32);
+        ckt_wgmma_fence_operand(dv_acc, DV / 2);
+        ckt_wgmma_fence_operand(dk_acc, D / 2);
+        if (pdq) /* the last step's dQ */
+            ckt_warp_red_acc_f32(pdq, dq_ld, q_acc, pr0, qc, 16, 64, sq.sq - pr0, a.hdim_q - qc);
         ckt_cp_async_wait_all();
 
         /* dK = scale * acc, dV = acc; keys past sk and padded columns are not written */
@@ -369,6 +404,7 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_wg_kernel), ckt_fmha_bwd_args, a, CKT__FB
 }
 
 #undef CKT__FBW_MMA_S
+#undef CKT__FBW_DEFER
 #undef CKT__FBW_MMA_KV
 #undef CKT__FBW_MMA_Q
 #undef CKT__FBW_KB
