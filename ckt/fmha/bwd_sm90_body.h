@@ -41,15 +41,18 @@
 /* + LSE and D of two stages, + 1 KiB to align the base to 1024 bytes */
 enum { CKT__FB_FN(_wg_smem_bytes) = CKT__FBW_ROWS0 + 2 * 2 * CKT__FB_BM * 4 + 1024 };
 
-/* dQ of a step reduced during the next step's first products (1), or at
- * the step's end (0): a tuning knob. H200, bf16, s 4096 / 16384, same
- * machine, two rounds: d64 1.09-1.12x faster with it (deterministic
- * 1.04-1.12x); d128 0.97-0.98x (q_acc live across the step raised ptxas's
- * spills 124 -> 376 bytes), so the default is 1 at d64 only. */
+/* Where a step's dQ is reduced into the workspace (a tuning knob): 0 at
+ * the step's end after dV / dK, the barrier and dQ; 1 during the next
+ * step's first products; 2 dQ issued first (after the barrier), reduced
+ * under dV / dK. H200, bf16, s 2048-16384, two rounds on one machine
+ * (bench/results/bwd_wg_defer_h200): d64 1 against 0 1.09-1.12x (deterministic
+ * 1.04-1.12x), 1 against 2 1.01-1.05x; d128 2 against 0 1.09-1.11x
+ * (deterministic 1.04-1.06x), 1 against 0 0.97-0.98x (q_acc live across the
+ * step: ptxas's spills 124 -> 376 bytes). */
 #if defined(CKT_FMHA_BWD_WG_DEFER)
 #define CKT__FBW_DEFER CKT_FMHA_BWD_WG_DEFER
 #else
-#define CKT__FBW_DEFER (CKT__FB_D <= 64)
+#define CKT__FBW_DEFER (CKT__FB_D <= 64 ? 1 : 2)
 #endif
 
 #if defined(CKT_HAS_WGMMA)
@@ -272,7 +275,7 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_wg_kernel), ckt_fmha_bwd_args, a, CKT__FB
                                    ckt_wgmma_desc_advance(do_b, qo + (ks / 4) * BM * 128 + (ks % 4) * 32), ks > 0);
                 ckt_wgmma_commit();
                 const float *hrows = rows + 64 * hq;
-#if CKT__FBW_DEFER
+#if CKT__FBW_DEFER == 1
                 if (hq == 0 && pdq) /* the previous step's dQ, under these products */
                     ckt_warp_red_acc_f32(pdq, dq_ld, q_acc, pr0, qc, 16, 64, sq.sq - pr0, a.hdim_q - qc);
 #endif
@@ -337,38 +340,59 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_wg_kernel), ckt_fmha_bwd_args, a, CKT__FB
             }
             ckt_fence_proxy_async(); /* dS's stores, before wgmma reads them */
 
-            /* dV_g += P^T dO, dK_g += dS^T Q (one group) */
-            ckt_wgmma_fence();
-            CKT_UNROLL
-            for (int kk = 0; kk < BM / 16; kk++)
-                CKT__FBW_MMA_KV(dv_acc, &pf[4 * kk], ckt_wgmma_desc_advance(do_bmn, so + kk * 16 * 128), 1);
-            CKT_UNROLL
-            for (int kk = 0; kk < BM / 16; kk++)
-                CKT__FBW_MMA_KV(dk_acc, &df[4 * kk], ckt_wgmma_desc_advance(q_bmn, so + kk * 16 * 128), 1);
-            ckt_wgmma_commit();
             if (prefetch && tid < BM) {
                 CKT__FBW_SROWS(stg ^ 1)[tid] = pre_l;
                 CKT__FBW_SROWS(stg ^ 1)[BM + tid] = pre_d;
             }
-            ckt_block_sync(); /* dS complete */
-
-            /* dQ[qr.. + 64][qc.. + 64] = dS K over the BN keys, then into the
+            /* dV_g += P^T dO, dK_g += dS^T Q (one group), and dQ[qr.. + 64][qc.. + 64]
+             * = dS K over the BN keys (needs both warpgroups' dS), then into the
              * workspace (deterministic mode: this block's own slot,
-             * ckt/fmha/bwd_body.h) */
-            ckt_wgmma_fence();
-            CKT_UNROLL
-            for (int ks = 0; ks < BN / 16; ks++)
-                CKT__FBW_MMA_Q(q_acc, ckt_wgmma_desc_advance(ds_a, (ks / 4) * BM * 128 + (ks % 4) * 32),
-                               ckt_wgmma_desc_advance(k_bmn, ks * 16 * 128), ks > 0);
-            ckt_wgmma_commit();
+             * ckt/fmha/bwd_body.h); the order: CKT__FBW_DEFER */
+#define CKT__FBW_ISSUE_KV()                                                                                        \
+    do {                                                                                                           \
+        ckt_wgmma_fence();                                                                                         \
+        CKT_UNROLL                                                                                                 \
+        for (int kk = 0; kk < BM / 16; kk++)                                                                       \
+            CKT__FBW_MMA_KV(dv_acc, &pf[4 * kk], ckt_wgmma_desc_advance(do_bmn, so + kk * 16 * 128), 1);          \
+        CKT_UNROLL                                                                                                 \
+        for (int kk = 0; kk < BM / 16; kk++)                                                                       \
+            CKT__FBW_MMA_KV(dk_acc, &df[4 * kk], ckt_wgmma_desc_advance(q_bmn, so + kk * 16 * 128), 1);           \
+        ckt_wgmma_commit();                                                                                        \
+    } while (0)
+#define CKT__FBW_ISSUE_Q()                                                                                         \
+    do {                                                                                                           \
+        ckt_wgmma_fence();                                                                                         \
+        CKT_UNROLL                                                                                                 \
+        for (int ks = 0; ks < BN / 16; ks++)                                                                       \
+            CKT__FBW_MMA_Q(q_acc, ckt_wgmma_desc_advance(ds_a, (ks / 4) * BM * 128 + (ks % 4) * 32),               \
+                           ckt_wgmma_desc_advance(k_bmn, ks * 16 * 128), ks > 0);                                  \
+        ckt_wgmma_commit();                                                                                        \
+    } while (0)
             pdq = dq_acc + dq_base + ((int64_t)un.slot * a.nhead_q + h) * dq_mat;
             pr0 = q0 + qr + 16 * (warp % 4);
+#if CKT__FBW_DEFER == 2
+            /* dQ first, its reduction under dV / dK */
+            ckt_block_sync(); /* dS complete */
+            CKT__FBW_ISSUE_Q();
+            CKT__FBW_ISSUE_KV();
+            ckt_wgmma_wait1();
+            ckt_wgmma_fence_operand(q_acc, 32);
+            ckt_warp_red_acc_f32(pdq, dq_ld, q_acc, pr0, qc, 16, 64, sq.sq - pr0, a.hdim_q - qc);
+            pdq = (float *)0;
+#else
+            /* dV / dK under the barrier's wait, then dQ */
+            CKT__FBW_ISSUE_KV();
+            ckt_block_sync(); /* dS complete */
+            CKT__FBW_ISSUE_Q();
 #if !CKT__FBW_DEFER
             ckt_wgmma_wait0();
             ckt_wgmma_fence_operand(q_acc, 32);
             ckt_warp_red_acc_f32(pdq, dq_ld, q_acc, pr0, qc, 16, 64, sq.sq - pr0, a.hdim_q - qc);
             pdq = (float *)0;
 #endif
+#endif
+#undef CKT__FBW_ISSUE_KV
+#undef CKT__FBW_ISSUE_Q
             h = nh;
             q0 = nq0;
             nq0 += BM;
