@@ -76,16 +76,18 @@
  *   r[2], r[3].
  *
  * >>stmatrix m8n8 b16 (CKT_HAS_STMATRIX: NVIDIA sm_90 and the emulator's nv
- *   profile) the inverse of ldmatrix (plain, not .trans)
+ *   profile) the inverse of ldmatrix x4
  *   void ckt_stmatrix_x4(void *row, const uint32_t r[4]);
- *   void ckt_stmatrix_x4_trans(void *row, const uint32_t r[4]);   stores Mj^T:
- *   lane 8j+i passes row i of Mj^T (column i of Mj), 16 bytes
  *   Lane 8j+i passes the start of row i of matrix Mj (16 bytes in shared
  *   memory, 16-byte aligned); lane l's r[j] = Mj[lane/4][2(lane%4) .. +1] is
  *   stored there. With lane l passing &T[l%16][8(l/16)] of a row-major 16x16
  *   tile T, r = the mma A fragment of T: a lane's accumulators of two
  *   neighbouring m16n8 tiles, packed to 16 bits, {c0c1 of tile 0, c2c3 of
  *   tile 0, c0c1 of tile 1, c2c3 of tile 1}, store as one instruction.
+ *   void ckt_stmatrix_x4_trans(void *row, const uint32_t r[4]);
+ *   The same registers, each Mj stored transposed: lane 8j+i passes row i of
+ *   Mj^T (column i of Mj: 8 elements, 16 bytes). The backward's Hopper
+ *   kernel stores dS^T's accumulators as dS this way.
  *
  * >>MFMA (AMD CDNA)  4 packed inputs per lane: a[0] = {k0, k0+1}, a[1] = {k0+2, k0+3}
  *   void ckt_mfma_32x32x8_f16  (float d[16], const uint32_t a[2], const uint32_t b[2],

@@ -13,11 +13,12 @@
  * mma.sync kernel, CKT_FMHA_SM90=1 takes it on the emulator).
  *
  * Two warpgroups; warpgroup g owns keys 64 g .. 64 g + 63 of the unit's tile,
- * its warp w the 16 keys 64 g + 16 w ..; per query tile of BM rows:
- *   S^T  = K_g Q^T     wgmma m64 nBM, A = K (shared, K-major), B = Q (K-major)
+ * its warp w the 16 keys 64 g + 16 w ..; per query tile of BM rows, in
+ * halves of 64 queries for S^T to dS^T (one at d128, two at d64):
+ *   S^T  = K_g Q^T     wgmma m64n64, A = K (shared, K-major), B = Q (K-major)
  *   dP^T = V_g dO^T    the same with V and dO
  *   P^T, dS^T          in the registers, as the mma.sync body computes them
- *                      (a warp's 16 x BM accumulators are mma.sync's layout)
+ *                      (a warp's 16 x 64 accumulators are mma.sync's layout)
  *   dV_g += P^T dO     A = P^T from the registers, B = dO (MN-major)
  *   dK_g += dS^T Q     A = dS^T from the registers, B = Q (MN-major)
  *   dQ += dS K         dS stored transposed in shared memory ([query][key],
@@ -49,11 +50,12 @@ enum { CKT__FB_FN(_wg_smem_bytes) = CKT__FBW_ROWS0 + 2 * 2 * CKT__FB_BM * 4 + 10
  * 1.04-1.12x), 1 against 2 1.01-1.05x; d128 2 against 0 1.09-1.11x
  * (deterministic 1.04-1.06x), 1 against 0 0.97-0.98x (q_acc live across the
  * step: ptxas's spills 124 -> 376 bytes). */
-#if defined(CKT_FMHA_BWD_WG_DEFER)
+#if defined(CKT_FMHA_BWD_WG_DEFER) /* like every knob, consumed by the instance that follows it */
 #define CKT__FBW_DEFER CKT_FMHA_BWD_WG_DEFER
 #else
 #define CKT__FBW_DEFER (CKT__FB_D <= 64 ? 1 : 2)
 #endif
+CKT_STATIC_ASSERT(CKT__FBW_DEFER >= 0 && CKT__FBW_DEFER <= 2, "CKT_FMHA_BWD_WG_DEFER must be 0, 1 or 2");
 
 #if defined(CKT_HAS_WGMMA)
 /* the products: S^T / dP^T (n = 64), dK / dV (n = D), dQ (n = 64) */
@@ -225,9 +227,10 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_wg_kernel), ckt_fmha_bwd_args, a, CKT__FB
         ckt_fmha_mask_full_queries(&mk, n0 + wrow, 16, 64, &full_lo, &full_hi);
         const float cap = a.softcap, inv_cap2 = cap > 0.0f ? 1.0f / (cap * cap) : 0.0f;
 
-        /* dQ of a step is reduced into the workspace during the next step's
-         * S^T / dP^T products (CKT__FBW_DEFER): q_acc holds it until then, pdq /
-         * pr0 say where it goes (pdq NULL: nothing pending) */
+        /* a step's dQ: q_acc, reduced into the workspace where CKT__FBW_DEFER
+         * says (order 1: during the next step's S^T / dP^T products, q_acc
+         * held until then); pdq / pr0 say where it goes (pdq NULL: nothing
+         * pending) */
         float q_acc[32];
         CKT_UNROLL
         for (int i = 0; i < 32; i++)

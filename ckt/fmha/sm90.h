@@ -128,12 +128,6 @@ static inline int ckt_fmha_sm90_maps(ckt_fmha_sm90_params *p, const ckt_fmha_fwd
     return 1;
 }
 
-/* Whether calls may take the Hopper kernel: an sm_90 device whose image
- * of the kernel is sm_90a's (binary_version 90), for instances where it is
- * the faster kernel (preferred) or with CKT_FMHA_SM90=1, unless the
- * environment says CKT_FMHA_FORCE_SM80=1; on the emulator's nv profile only
- * when CKT_FMHA_SM90=1 (the tests run it so; the mma.sync kernel stays the
- * emulator's default). */
 /* The Hopper kernel's environment switches: variable `name` = "1" -> 1,
  * "0" -> 0, unset or anything else -> dflt. */
 static inline int ckt_fmha_sm90_env_flag(const char *name, int dflt)
@@ -175,6 +169,12 @@ static inline int ckt_fmha_sm90_binary_version(const void *kernel, int *cache)
 #endif
 }
 
+/* Whether calls may take the Hopper kernel: an sm_90 device whose image
+ * of the kernel is sm_90a's (binary_version 90), for instances where it is
+ * the faster kernel (preferred) or with CKT_FMHA_SM90=1, unless the
+ * environment says CKT_FMHA_FORCE_SM80=1; on the emulator's nv profile only
+ * when CKT_FMHA_SM90=1 (the tests run it so; the mma.sync kernel stays the
+ * emulator's default). */
 static inline int ckt_fmha_sm90_wanted(int binary_version, int preferred)
 {
     if (ckt_fmha_sm90_env_flag("CKT_FMHA_FORCE_SM80", 0))
