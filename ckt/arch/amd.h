@@ -76,6 +76,14 @@ CKT_INLINE CKT_DEVICE void ckt_atomic_add_f32x4(float *p, float x0, float x1, fl
     atomicAdd(p + 3, x3);
 }
 
+/* >>flags between blocks (ckt/arch/arch.h) */
+CKT_INLINE CKT_DEVICE void ckt_flag_store_release(int *p, int v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+CKT_INLINE CKT_DEVICE void ckt_flag_wait_geq(const int *p, int v)
+{
+    while (__atomic_load_n(p, __ATOMIC_ACQUIRE) < v)
+        __builtin_amdgcn_s_sleep(1);
+}
+
 /* >>memory operations (API and semantics: ckt/arch/memory.h) */
 
 /* No cp.async on CDNA: the copy happens at once (a load and an LDS store),

@@ -25,6 +25,17 @@
  *                  CKT_DYNAMIC_SHARED(type, name)       launch's dynamic smem
  *   numbers        ckt_f16 ckt_bf16 and conversions (ckt/arch/numeric.h)
  *                  ckt_exp2f_fast(x) ckt_rcpf_fast(x)
+ *   flags          ckt_flag_store_release(p, v): *p = v (int, global memory), after
+ *                  every write this thread made before it (a release at device scope);
+ *                  ckt_flag_wait_geq(p, v): returns once *p >= v, and this thread
+ *                  then sees what the setter wrote before setting it (an acquire).
+ *                  Between blocks of one grid: the one that sets a flag must not
+ *                  wait for the waiter, and every block that waits must be resident
+ *                  at once with those it waits for (a grid the GPU holds whole).
+ *                  The usual pattern: the block's writes, ckt_block_sync(), then one
+ *                  thread sets the flag; one thread waits, ckt_block_sync(), then the
+ *                  block reads. The emulator parks a waiting block and runs others
+ *                  (a wait that no block can end is a deadlock report).
  *   atomics        ckt_atomic_add_i32(p, v) ckt_atomic_add_f32(p, v)
  *                  ckt_atomic_add_f32x4(p, x0, x1, x2, x3): p[k] += xk, each element
  *                  atomically (not the four as one); p 16-byte aligned, global memory.

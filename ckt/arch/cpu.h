@@ -148,6 +148,30 @@ CKT_INLINE void ckt__emu_atomic_add_f32x4(float *p, float x0, float x1, float x2
     ckt_atomic_add_f32(p + 3, x3);
 }
 #define ckt_atomic_add_f32x4(p, x0, x1, x2, x3) ckt__emu_atomic_add_f32x4((p), (x0), (x1), (x2), (x3), __FILE__, __LINE__)
+
+/* flags between blocks: a wait that is not over parks the thread (and, once
+ * every live thread of the block waits for flags, the block: the worker runs
+ * other blocks meanwhile, ckt/arch/cpu/emulator.h) */
+CKT_INLINE void ckt__emu_flag_wait_geq(const int *p, int v, const char *file, int line)
+{
+    ckt__emu_worker *w = ckt__emu_self;
+    if (!w)
+        ckt__emu_fail_outside("ckt_flag_wait_geq()", file, line);
+    if ((uintptr_t)p % sizeof(int))
+        ckt__emu_die(file, line, "ckt_flag_wait_geq: %p is not 4-byte aligned", (const void *)p);
+    if (__atomic_load_n(p, __ATOMIC_ACQUIRE) >= v)
+        return;
+    ckt__emu_thread *t = w->cur;
+    t->state = CKT__EMU_AT_MBAR;
+    t->op = CKT__EMU_WAIT_FLAG;
+    t->op_ptr[0] = p;
+    t->value = (uint64_t)(int64_t)v;
+    t->file = file;
+    t->line = line;
+    ckt__emu_yield(w, t);
+}
+#define ckt_flag_wait_geq(p, v) ckt__emu_flag_wait_geq((p), (v), __FILE__, __LINE__)
+CKT_INLINE void ckt_flag_store_release(int *p, int v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 #endif
 
 #endif /* CKT_ARCH_CPU_H */

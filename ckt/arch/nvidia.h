@@ -78,6 +78,34 @@ CKT_INLINE CKT_DEVICE int ckt_warp_all(int pred) { return __all_sync(CKT__FULL_M
 
 /* >>shared memory */
 #define CKT_SHARED_ARRAY(type, name, count) __shared__ __align__(16) type name[(count)]
+/* >>flags between blocks (ckt/arch/arch.h) */
+CKT_INLINE CKT_DEVICE void ckt_flag_store_release(int *p, int v)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+    asm volatile("st.release.gpu.global.b32 [%0], %1;" ::"l"(__cvta_generic_to_global(p)), "r"(v) : "memory");
+#else
+    __threadfence();
+    *(volatile int *)p = v;
+#endif
+}
+CKT_INLINE CKT_DEVICE void ckt_flag_wait_geq(const int *p, int v)
+{
+    for (;;) {
+        int x;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+        asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(x) : "l"(__cvta_generic_to_global(p)) : "memory");
+#else
+        x = *(const volatile int *)p;
+        __threadfence();
+#endif
+        if (x >= v)
+            break;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+        __nanosleep(32);
+#endif
+    }
+}
+
 #define CKT_DYNAMIC_SHARED(type, name)                                                            \
     extern __shared__ __align__(16) unsigned char ckt__dynamic_smem[];                            \
     type *name = (type *)ckt__dynamic_smem

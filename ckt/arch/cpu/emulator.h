@@ -122,7 +122,8 @@ enum ckt__emu_state {
     CKT__EMU_RUNNABLE,
     CKT__EMU_AT_BARRIER,
     CKT__EMU_IN_WARP_OP,
-    CKT__EMU_AT_MBAR, /* waits for an mbarrier phase or a named barrier (ckt/arch/cpu/hopper.h) */
+    CKT__EMU_AT_MBAR, /* waits for an mbarrier phase, a named barrier (ckt/arch/cpu/hopper.h) or a
+                       * flag in global memory (ckt_flag_wait_geq) */
     CKT__EMU_DONE,
     CKT__EMU_HUNG
 };
@@ -140,9 +141,11 @@ enum ckt__emu_op {
 };
 
 /* What a thread in state CKT__EMU_AT_MBAR waits for (its op): an mbarrier
- * phase (op_ptr[0] the barrier, op_arg the parity) or a named barrier
- * (op_arg its id, value the completions it saw when it arrived). */
-enum { CKT__EMU_WAIT_MBAR = 100, CKT__EMU_WAIT_NAMED = 101 };
+ * phase (op_ptr[0] the barrier, op_arg the parity), a named barrier
+ * (op_arg its id, value the completions it saw when it arrived) or a flag
+ * (op_ptr[0] an int in global memory, value the int64 it must reach: another
+ * block sets it, so the block may be parked, below). */
+enum { CKT__EMU_WAIT_MBAR = 100, CKT__EMU_WAIT_NAMED = 101, CKT__EMU_WAIT_FLAG = 102 };
 
 enum ckt_emu_schedule { CKT_EMU_FORWARD, CKT_EMU_REVERSE, CKT_EMU_SHUFFLE };
 
@@ -195,9 +198,27 @@ typedef struct ckt__emu_launch {
     uint64_t seed;
     size_t stack_size;
     double timeout_s; /* watchdog period in CPU seconds; 0 = off */
+    struct ckt__emu_worker *workers; /* all of them, for the parked blocks' stall check */
+    int nworkers;
     pthread_mutex_t lock;
     char msg[CKT__EMU_MSG_BYTES];
 } ckt__emu_launch;
+
+/* A block's resources: its fibers, their stacks and its shared memory. A
+ * worker runs the block whose context it holds; a block whose live threads
+ * all wait for flags that other blocks set is parked (its context kept
+ * aside, fibers suspended) while the worker runs other blocks. */
+typedef struct ckt__emu_block_ctx {
+    ckt__emu_thread *threads;
+    unsigned *order;
+    unsigned char *stacks;
+    size_t stacks_bytes;
+    unsigned char *shared;
+    size_t shared_bytes;
+    unsigned block_idx[3];
+    uint64_t rng;
+    unsigned named_count[16], named_gen[16];
+} ckt__emu_block_ctx;
 
 typedef struct ckt__emu_worker {
     ckt__emu_launch *launch;
@@ -220,6 +241,9 @@ typedef struct ckt__emu_worker {
     volatile unsigned long switches;      /* fibers entered so far */
     unsigned long tick_switches;          /* switches seen at the last watchdog tick */
     int failed;                           /* a block failed: fibers left mid-kernel */
+    ckt__emu_block_ctx *parked;           /* blocks waiting for flags, oldest first */
+    ckt__emu_block_ctx *spare;            /* contexts of finished blocks, for reuse */
+    unsigned nparked, nspare, cap_ctx;    /* (both arrays hold cap_ctx entries) */
     char msg[CKT__EMU_MSG_BYTES];
 } ckt__emu_worker;
 
@@ -380,7 +404,10 @@ static inline const char *ckt__emu_state_name(const ckt__emu_thread *t)
     switch (t->state) {
     case CKT__EMU_AT_BARRIER: return "wait at block barrier";
     case CKT__EMU_IN_WARP_OP: return "wait in warp collective";
-    case CKT__EMU_AT_MBAR: return t->op == CKT__EMU_WAIT_NAMED ? "wait at a named barrier" : "wait for an mbarrier phase";
+    case CKT__EMU_AT_MBAR:
+        return t->op == CKT__EMU_WAIT_NAMED  ? "wait at a named barrier"
+               : t->op == CKT__EMU_WAIT_FLAG ? "wait for a flag another block sets"
+                                             : "wait for an mbarrier phase";
     case CKT__EMU_DONE: return "have exited";
     case CKT__EMU_HUNG: return "kept running without reaching a barrier or collective";
     default: return "are runnable (not resumed yet)";
@@ -563,11 +590,18 @@ static inline int ckt__emu_mbar_phase_done(const void *bar, unsigned parity)
     return (unsigned)(v >> 63) != (parity & 1u);
 }
 
-/* Runs one block to completion; returns 0, or -1 with w->msg set. */
-static inline int ckt__emu_run_block(ckt__emu_worker *w, unsigned bx, unsigned by, unsigned bz)
+/* Whether a flag wait is over: *op_ptr[0] >= value (an acquire load: the
+ * block that set it may run on another OS thread). */
+static inline int ckt__emu_flag_reached(const ckt__emu_thread *t)
+{
+    return (int64_t)__atomic_load_n((const int *)t->op_ptr[0], __ATOMIC_ACQUIRE) >= (int64_t)t->value;
+}
+
+/* Sets up block (bx, by, bz) in the worker's context; ckt__emu_resume_block runs it. */
+static inline void ckt__emu_start_block(ckt__emu_worker *w, unsigned bx, unsigned by, unsigned bz)
 {
     ckt__emu_launch *L = w->launch;
-    const unsigned n = L->nthreads, W = CKT_EMU_WARP_SIZE;
+    const unsigned n = L->nthreads;
     w->block_idx[0] = bx;
     w->block_idx[1] = by;
     w->block_idx[2] = bz;
@@ -586,6 +620,15 @@ static inline int ckt__emu_run_block(ckt__emu_worker *w, unsigned bx, unsigned b
     }
     for (unsigned r = 0; r < n; r++)
         w->order[r] = L->schedule == CKT_EMU_REVERSE ? n - 1 - r : r;
+}
+
+/* Runs the block in the worker's context until it is done (0), fails (-1,
+ * w->msg set) or can only go on once another block sets a flag (1: parked;
+ * call again later). */
+static inline int ckt__emu_resume_block(ckt__emu_worker *w)
+{
+    ckt__emu_launch *L = w->launch;
+    const unsigned n = L->nthreads, W = CKT_EMU_WARP_SIZE;
     for (;;) {
         if (L->schedule == CKT_EMU_SHUFFLE)
             for (unsigned r = n - 1; r > 0; r--) {
@@ -613,17 +656,20 @@ static inline int ckt__emu_run_block(ckt__emu_worker *w, unsigned bx, unsigned b
         /* Every thread now waits or is done. mbarrier waits whose phase has
          * completed go on first: a lane released here may be the one its
          * warp's collective waits for. */
-        unsigned released = 0, at_mbar = 0;
+        unsigned released = 0, at_mbar = 0, at_flag = 0;
         for (unsigned r = 0; r < n; r++) {
             ckt__emu_thread *t = &w->threads[r];
             if (t->state != CKT__EMU_AT_MBAR)
                 continue;
-            if (t->op == CKT__EMU_WAIT_NAMED ? w->named_gen[t->op_arg % 16] != (unsigned)t->value
-                                             : ckt__emu_mbar_phase_done(t->op_ptr[0], t->op_arg)) {
+            if (t->op == CKT__EMU_WAIT_NAMED  ? w->named_gen[t->op_arg % 16] != (unsigned)t->value
+                : t->op == CKT__EMU_WAIT_FLAG ? ckt__emu_flag_reached(t)
+                                              : ckt__emu_mbar_phase_done(t->op_ptr[0], t->op_arg)) {
                 t->state = CKT__EMU_RUNNABLE;
                 released++;
-            } else
+            } else {
                 at_mbar++;
+                at_flag += t->op == CKT__EMU_WAIT_FLAG;
+            }
         }
         if (released)
             continue;
@@ -687,6 +733,8 @@ static inline int ckt__emu_run_block(ckt__emu_worker *w, unsigned bx, unsigned b
                 w->threads[r].state = CKT__EMU_RUNNABLE;
             continue;
         }
+        if (at_flag)
+            return 1; /* only another block can let it go on */
         ckt__emu_block_error(w, "deadlock: no thread can proceed", 0, n);
         return -1;
     }
@@ -878,6 +926,210 @@ static inline void ckt__emu_install_signals(void)
 
 #endif /* CKT__EMU_SIGNALS */
 
+/* >>block contexts: a worker's current block lives in its own fields
+ * (threads, stacks, shared, ...); these move one block's set in or out. */
+static inline void ckt__emu_ctx_save(const ckt__emu_worker *w, ckt__emu_block_ctx *c)
+{
+    c->threads = w->threads;
+    c->order = w->order;
+    c->stacks = w->stacks;
+    c->stacks_bytes = w->stacks_bytes;
+    c->shared = w->shared;
+    c->shared_bytes = w->shared_bytes;
+    memcpy(c->block_idx, w->block_idx, sizeof c->block_idx);
+    c->rng = w->rng;
+    memcpy(c->named_count, w->named_count, sizeof c->named_count);
+    memcpy(c->named_gen, w->named_gen, sizeof c->named_gen);
+}
+static inline void ckt__emu_ctx_load(ckt__emu_worker *w, const ckt__emu_block_ctx *c)
+{
+    w->threads = c->threads;
+    w->order = c->order;
+    w->stacks = c->stacks;
+    w->stacks_bytes = c->stacks_bytes;
+    w->shared = c->shared;
+    w->shared_bytes = c->shared_bytes;
+    memcpy(w->block_idx, c->block_idx, sizeof w->block_idx);
+    w->rng = c->rng;
+    memcpy(w->named_count, c->named_count, sizeof w->named_count);
+    memcpy(w->named_gen, c->named_gen, sizeof w->named_gen);
+}
+
+/* Frees the resources of the context in the worker's fields. */
+static inline void ckt__emu_ctx_free_current(ckt__emu_worker *w)
+{
+#if defined(CKT__EMU_ASAN)
+    /* Fibers left mid-kernel keep their frames' redzones poisoned; a later
+     * mapping at the same address must not inherit them. */
+    if (w->stacks)
+        __asan_unpoison_memory_region(w->stacks, w->stacks_bytes);
+#endif
+    if (w->stacks)
+        munmap(w->stacks, w->stacks_bytes);
+    free(w->threads);
+    free(w->order);
+    free(w->shared);
+    w->stacks = NULL;
+    w->threads = NULL;
+    w->order = NULL;
+    w->shared = NULL;
+}
+
+/* Allocates a fresh context into the worker's fields; -1 when out of memory. */
+static inline int ckt__emu_ctx_alloc_current(ckt__emu_worker *w)
+{
+    ckt__emu_launch *L = w->launch;
+    const unsigned n = L->nthreads;
+    const size_t guard = w->guard_bytes, per = w->per_thread_bytes;
+    w->threads = (ckt__emu_thread *)calloc(n, sizeof(ckt__emu_thread));
+    w->order = (unsigned *)calloc(n, sizeof(unsigned));
+    w->shared_bytes = L->dyn_shared + CKT_EMU_STATIC_SHARED_BYTES;
+    /* 1024-byte aligned, as the swizzle patterns of TMA and wgmma assume (ckt/arch/hopper.h) */
+    w->shared = (unsigned char *)aligned_alloc(1024, (w->shared_bytes + 1023) / 1024 * 1024);
+    w->stacks_bytes = per * n;
+    void *m = mmap(NULL, w->stacks_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
+                   MAP_NORESERVE, -1, 0);
+    w->stacks = m == MAP_FAILED ? NULL : (unsigned char *)m;
+    if (!w->threads || !w->order || !w->shared || !w->stacks) {
+        ckt__emu_ctx_free_current(w);
+        return -1;
+    }
+    for (unsigned r = 0; r < n; r++) {
+        ckt__emu_thread *t = &w->threads[r];
+        unsigned char *base = w->stacks + per * r;
+        mprotect(base, guard, PROT_NONE);
+        t->stack = base + guard;
+        t->stack_size = L->stack_size;
+        t->rank = r;
+        t->tid[0] = r % L->block.x;
+        t->tid[1] = (r / L->block.x) % L->block.y;
+        t->tid[2] = r / (L->block.x * L->block.y);
+        t->lane = r % CKT_EMU_WARP_SIZE;
+        t->warp = r / CKT_EMU_WARP_SIZE;
+    }
+    return 0;
+}
+
+/* Room for one more parked and one more spare context. */
+static inline int ckt__emu_ctx_reserve(ckt__emu_worker *w)
+{
+    if (w->nparked + w->nspare + 2 <= w->cap_ctx) /* + the one in use and a new one */
+        return 0;
+    unsigned cap = w->cap_ctx ? 2 * w->cap_ctx : 4;
+    ckt__emu_block_ctx *p = (ckt__emu_block_ctx *)realloc(w->parked, cap * sizeof *p);
+    if (!p)
+        return -1;
+    w->parked = p;
+    ckt__emu_block_ctx *q = (ckt__emu_block_ctx *)realloc(w->spare, cap * sizeof *q);
+    if (!q)
+        return -1;
+    w->spare = q;
+    w->cap_ctx = cap;
+    return 0;
+}
+
+/* The fibers entered so far by every worker: it stands still only when no
+ * block anywhere makes progress. */
+static inline unsigned long ckt__emu_all_switches(const ckt__emu_launch *L)
+{
+    unsigned long n = 0;
+    for (int i = 0; i < L->nworkers; i++)
+        n += L->workers[i].switches;
+    return n;
+}
+
+static inline double ckt__emu_wall_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Records the worker's failure (w->msg) as the launch's, once. */
+static inline void ckt__emu_worker_fail(ckt__emu_worker *w)
+{
+    ckt__emu_launch *L = w->launch;
+    w->failed = 1;
+    pthread_mutex_lock(&L->lock);
+    if (!L->failed) {
+        memcpy(L->msg, w->msg, sizeof L->msg);
+        __atomic_store_n(&L->failed, 1, __ATOMIC_RELAXED);
+    }
+    pthread_mutex_unlock(&L->lock);
+}
+
+/* Runs the block in the worker's context until done, failed or parked;
+ * a parked block's context goes to the parked list and a spare (or new)
+ * one takes its place. 0, or -1 (failed). */
+static inline int ckt__emu_run_current(ckt__emu_worker *w)
+{
+    int rc = ckt__emu_resume_block(w);
+    if (rc < 0)
+        return -1;
+    if (rc == 0)
+        return 0;
+    if (ckt__emu_ctx_reserve(w) != 0) {
+        snprintf(w->msg, sizeof w->msg, "ckt emulator: out of memory for a parked block");
+        return -1;
+    }
+    ckt__emu_ctx_save(w, &w->parked[w->nparked++]);
+    if (w->nspare)
+        ckt__emu_ctx_load(w, &w->spare[--w->nspare]);
+    else {
+        w->threads = NULL;
+        w->stacks = NULL;
+        w->order = NULL;
+        w->shared = NULL;
+        if (ckt__emu_ctx_alloc_current(w) != 0) {
+            snprintf(w->msg, sizeof w->msg, "ckt emulator: out of memory for the fibers of another block "
+                                            "(%u blocks wait for flags)", w->nparked);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* One pass over the parked blocks: each runs until it is done or parked
+ * again. 0, or -1 (failed). *progress: some fiber ran. */
+static inline int ckt__emu_resume_parked(ckt__emu_worker *w, int *progress)
+{
+    *progress = 0;
+    for (unsigned i = 0; i < w->nparked;) {
+        const unsigned long before = w->switches;
+        ckt__emu_ctx_save(w, &w->spare[w->nspare++]); /* the idle context, aside */
+        ckt__emu_ctx_load(w, &w->parked[i]);
+        int rc = ckt__emu_resume_block(w);
+        if (w->switches != before)
+            *progress = 1;
+        if (rc < 0)
+            return -1;
+        if (rc == 1) { /* parked again: back to its place, the idle context back */
+            ckt__emu_ctx_save(w, &w->parked[i]);
+            ckt__emu_ctx_load(w, &w->spare[--w->nspare]);
+            i++;
+        } else { /* done: its context stays as the idle one (the other is spare) */
+            w->parked[i] = w->parked[--w->nparked];
+        }
+    }
+    return 0;
+}
+
+/* The report of blocks parked for good: each block and where it waits. */
+static inline void ckt__emu_parked_error(ckt__emu_worker *w, double waited)
+{
+    char head[320];
+    snprintf(head, sizeof head,
+             "deadlock: %u block(s) wait for flags (ckt_flag_wait_geq) that no block sets%s; "
+             "blocks that wait on each other must all be resident (a grid no larger than the GPU holds at once)",
+             w->nparked, waited > 0 ? " (no progress anywhere for the watchdog's period)" : "");
+    ckt__emu_block_ctx idle;
+    ckt__emu_ctx_save(w, &idle);
+    ckt__emu_ctx_load(w, &w->parked[0]);
+    ckt__emu_block_error(w, head, 0, w->launch->nthreads);
+    ckt__emu_ctx_save(w, &w->parked[0]);
+    ckt__emu_ctx_load(w, &idle);
+}
+
 static inline void *ckt__emu_worker_main(void *arg)
 {
     ckt__emu_worker *w = (ckt__emu_worker *)arg;
@@ -894,26 +1146,56 @@ static inline void *ckt__emu_worker_main(void *arg)
     timer_t timer;
     int have_timer = ckt__emu_watchdog_start(L->timeout_s, &timer);
 #endif
+    /* Blocks in launch order. One that waits for a flag another block sets is
+     * parked, and retried before each new block; once no new block is left,
+     * the parked ones are retried until done. No progress anywhere (one
+     * worker: at once; several: for the watchdog's period of wall time) is a
+     * deadlock. */
+    unsigned long seen = 0;
+    double stalled_since = -1.0;
     for (;;) {
         if (__atomic_load_n(&L->failed, __ATOMIC_RELAXED))
             break;
-        unsigned long long b = __atomic_fetch_add(&L->next_block, 1ull, __ATOMIC_RELAXED);
-        if (b >= L->nblocks)
-            break;
-        unsigned bx = (unsigned)(b % L->grid.x);
-        unsigned by = (unsigned)((b / L->grid.x) % L->grid.y);
-        unsigned bz = (unsigned)(b / ((unsigned long long)L->grid.x * L->grid.y));
-        w->rng = L->seed ^ (b * 0x9e3779b97f4a7c15ull);
-        if (ckt__emu_run_block(w, bx, by, bz) != 0) {
-            w->failed = 1;
-            pthread_mutex_lock(&L->lock);
-            if (!L->failed) {
-                memcpy(L->msg, w->msg, sizeof L->msg);
-                __atomic_store_n(&L->failed, 1, __ATOMIC_RELAXED);
-            }
-            pthread_mutex_unlock(&L->lock);
+        int progress = 0;
+        if (w->nparked && (ckt__emu_ctx_reserve(w) != 0 || ckt__emu_resume_parked(w, &progress) != 0)) {
+            ckt__emu_worker_fail(w);
             break;
         }
+        unsigned long long b = __atomic_fetch_add(&L->next_block, 1ull, __ATOMIC_RELAXED);
+        if (b < L->nblocks) {
+            unsigned bx = (unsigned)(b % L->grid.x);
+            unsigned by = (unsigned)((b / L->grid.x) % L->grid.y);
+            unsigned bz = (unsigned)(b / ((unsigned long long)L->grid.x * L->grid.y));
+            ckt__emu_start_block(w, bx, by, bz);
+            w->rng = L->seed ^ (b * 0x9e3779b97f4a7c15ull);
+            if (ckt__emu_run_current(w) != 0) {
+                ckt__emu_worker_fail(w);
+                break;
+            }
+            stalled_since = -1.0;
+            continue;
+        }
+        __atomic_store_n(&L->next_block, L->nblocks, __ATOMIC_RELAXED); /* no wrap-around */
+        if (!w->nparked)
+            break;
+        if (progress) {
+            stalled_since = -1.0;
+            continue;
+        }
+        /* stalled: every parked block waits; other workers may set the flags */
+        const unsigned long all = ckt__emu_all_switches(L);
+        const double now = ckt__emu_wall_seconds();
+        if (stalled_since < 0.0 || all != seen) {
+            stalled_since = now;
+            seen = all;
+        }
+        if (L->nworkers == 1 || (L->timeout_s > 0.0 && now - stalled_since > L->timeout_s)) {
+            ckt__emu_parked_error(w, L->nworkers == 1 ? 0.0 : now - stalled_since);
+            ckt__emu_worker_fail(w);
+            break;
+        }
+        struct timespec nap = {0, 50000}; /* 50 us */
+        nanosleep(&nap, NULL);
     }
 #if defined(CKT__EMU_WATCHDOG)
     if (have_timer)
@@ -929,63 +1211,38 @@ static inline void *ckt__emu_worker_main(void *arg)
 
 static inline void ckt__emu_worker_free(ckt__emu_worker *w)
 {
-#if defined(CKT__EMU_ASAN)
-    /* Fibers left mid-kernel keep their frames' redzones poisoned; a later
-     * mapping at the same address must not inherit them. */
-    if (w->stacks && w->failed)
-        __asan_unpoison_memory_region(w->stacks, w->stacks_bytes);
-#endif
-    if (w->stacks)
-        munmap(w->stacks, w->stacks_bytes);
-    free(w->threads);
-    free(w->order);
-    free(w->shared);
+    /* parked blocks' fibers are left mid-kernel (a failed launch) */
+    for (unsigned i = 0; i < w->nparked; i++) {
+        ckt__emu_ctx_load(w, &w->parked[i]);
+        ckt__emu_ctx_free_current(w);
+    }
+    for (unsigned i = 0; i < w->nspare; i++) {
+        ckt__emu_ctx_load(w, &w->spare[i]);
+        ckt__emu_ctx_free_current(w);
+    }
+    w->nparked = w->nspare = 0;
+    free(w->parked);
+    free(w->spare);
+    w->parked = w->spare = NULL;
+    ckt__emu_ctx_free_current(w);
     free(w->altstack);
-    w->stacks = NULL;
-    w->threads = NULL;
-    w->order = NULL;
-    w->shared = NULL;
     w->altstack = NULL;
 }
 
 static inline int ckt__emu_worker_init(ckt__emu_worker *w, ckt__emu_launch *L)
 {
-    const unsigned n = L->nthreads;
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     size_t guard = (CKT__EMU_GUARD_BYTES + page - 1) / page * page;
-    size_t per = L->stack_size + guard; /* guard pages below each stack */
     memset(w, 0, sizeof *w);
     w->launch = L;
     w->guard_bytes = guard;
-    w->per_thread_bytes = per;
+    w->per_thread_bytes = L->stack_size + guard; /* guard pages below each stack */
 #if defined(CKT__EMU_SIGNALS)
     w->altstack = (unsigned char *)malloc(CKT__EMU_ALTSTACK_BYTES);
 #endif
-    w->threads = (ckt__emu_thread *)calloc(n, sizeof(ckt__emu_thread));
-    w->order = (unsigned *)calloc(n, sizeof(unsigned));
-    w->shared_bytes = L->dyn_shared + CKT_EMU_STATIC_SHARED_BYTES;
-    /* 1024-byte aligned, as the swizzle patterns of TMA and wgmma assume (ckt/arch/hopper.h) */
-    w->shared = (unsigned char *)aligned_alloc(1024, (w->shared_bytes + 1023) / 1024 * 1024);
-    w->stacks_bytes = per * n;
-    void *m = mmap(NULL, w->stacks_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
-                   MAP_NORESERVE, -1, 0);
-    w->stacks = m == MAP_FAILED ? NULL : (unsigned char *)m;
-    if (!w->threads || !w->order || !w->shared || !w->stacks) {
+    if (ckt__emu_ctx_alloc_current(w) != 0) {
         ckt__emu_worker_free(w);
         return -1;
-    }
-    for (unsigned r = 0; r < n; r++) {
-        ckt__emu_thread *t = &w->threads[r];
-        unsigned char *base = w->stacks + per * r;
-        mprotect(base, guard, PROT_NONE);
-        t->stack = base + guard;
-        t->stack_size = L->stack_size;
-        t->rank = r;
-        t->tid[0] = r % L->block.x;
-        t->tid[1] = (r / L->block.x) % L->block.y;
-        t->tid[2] = r / (L->block.x * L->block.y);
-        t->lane = r % CKT_EMU_WARP_SIZE;
-        t->warp = r / CKT_EMU_WARP_SIZE;
     }
     return 0;
 }
@@ -1060,6 +1317,8 @@ static inline int ckt__emu_launch_kernel(ckt__emu_entry entry, ckt_dim3 grid, ck
     if (nworkers > 64)
         nworkers = 64;
     ckt__emu_worker *ws = (ckt__emu_worker *)calloc((size_t)nworkers, sizeof(ckt__emu_worker));
+    L.workers = ws;
+    L.nworkers = nworkers;
     pthread_t tids[64];
     int started = 0, rc = 0;
     if (!ws)

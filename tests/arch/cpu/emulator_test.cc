@@ -409,6 +409,130 @@ TEST(Launch, BlocksOnSeveralOSThreadsGiveTheSameResults)
     EXPECT_LE(threads_four.size(), 4u);
 }
 
+// >>flags between blocks: a block that waits for another is parked
+
+#define CHAIN_THREADS 64
+
+typedef struct chain_params {
+    int *flag;  // [blocks], zero
+    int *value; // [blocks]
+    int *order; // [blocks]: the position at which each block finished
+    int *count; // one counter
+    unsigned blocks;
+} chain_params;
+
+// Block i waits for block i + 1 (so the first block launched waits for the
+// last): thread 0 waits, the block reads value[i + 1] and adds its own
+// threads, then thread 0 publishes. value[i] = sum over blocks >= i.
+CKT_KERNEL(chain_kernel, chain_params, p)
+{
+    CKT_SHARED_ARRAY(int, part, CHAIN_THREADS);
+    const unsigned i = ckt_block_idx_x(), t = ckt_thread_rank();
+    if (t == 0 && i + 1 < p.blocks)
+        ckt_flag_wait_geq(&p.flag[i + 1], 1);
+    ckt_block_sync();
+    part[t] = (int)t + (t == 0 && i + 1 < p.blocks ? p.value[i + 1] : 0);
+    ckt_block_sync();
+    if (t == 0) {
+        int sum = 0;
+        for (unsigned k = 0; k < CHAIN_THREADS; k++)
+            sum += part[k];
+        p.value[i] = sum;
+        p.order[i] = ckt_atomic_add_i32(p.count, 1);
+    }
+    ckt_block_sync();
+    if (t == 0)
+        ckt_flag_store_release(&p.flag[i], 1);
+}
+
+struct ChainRun {
+    ckt_status status;
+    std::vector<int> value, order;
+};
+
+ChainRun RunChain(unsigned blocks)
+{
+    chain_params p;
+    p.blocks = blocks;
+    ckt_rt_malloc((void **)&p.flag, 4 * blocks);
+    ckt_rt_malloc((void **)&p.value, 4 * blocks);
+    ckt_rt_malloc((void **)&p.order, 4 * blocks);
+    ckt_rt_malloc((void **)&p.count, 4);
+    ckt_rt_memset(p.flag, 0, 4 * blocks);
+    ckt_rt_memset(p.count, 0, 4);
+    ChainRun r;
+    r.status = ckt_rt_launch(CKT_KERNEL_REF(chain_kernel), ckt_dim3_make(blocks, 1, 1),
+                             ckt_dim3_make(CHAIN_THREADS, 1, 1), 0, NULL, &p);
+    r.value.resize(blocks);
+    r.order.resize(blocks);
+    ckt_rt_memcpy(r.value.data(), p.value, 4 * blocks, CKT_D2H);
+    ckt_rt_memcpy(r.order.data(), p.order, 4 * blocks, CKT_D2H);
+    ckt_rt_free(p.flag);
+    ckt_rt_free(p.value);
+    ckt_rt_free(p.order);
+    ckt_rt_free(p.count);
+    return r;
+}
+
+TEST(Flags, BlocksThatWaitForLaterBlocksAreParkedNotDeadlocked)
+{
+    const unsigned blocks = 9, per = CHAIN_THREADS * (CHAIN_THREADS - 1) / 2;
+    for (const char *threads : {"1", "2", "4"}) {
+        for (int schedule : {CKT_EMU_FORWARD, CKT_EMU_REVERSE, CKT_EMU_SHUFFLE}) {
+            setenv("CKT_EMU_THREADS", threads, 1);
+            ckt_emu_set_schedule(schedule, 7);
+            ChainRun r = RunChain(blocks);
+            ckt_emu_set_schedule(-1, 0);
+            unsetenv("CKT_EMU_THREADS");
+            ASSERT_EQ(r.status, CKT_SUCCESS) << threads << " threads: " << ckt_last_error();
+            for (unsigned i = 0; i < blocks; i++) {
+                EXPECT_EQ(r.value[i], (int)((blocks - i) * per)) << "block " << i << ", " << threads << " threads";
+                // every block finished after the one it waited for
+                if (i + 1 < blocks) {
+                    EXPECT_GT(r.order[i], r.order[i + 1]) << "block " << i;
+                }
+            }
+        }
+    }
+}
+
+// Block 0 waits for a flag no block sets; block 1 finishes normally.
+CKT_KERNEL(flag_deadlock_kernel, chain_params, p)
+{
+    if (ckt_block_idx_x() == 0 && ckt_thread_rank() == 0)
+        ckt_flag_wait_geq(&p.flag[0], 1);
+    ckt_block_sync();
+    p.value[ckt_block_idx_x()] = 1;
+}
+const int flag_deadlock_line = __LINE__ - 4;
+
+TEST(Flags, AWaitNoBlockEndsIsADeadlockReportNotAHang)
+{
+    chain_params p;
+    p.blocks = 2;
+    ckt_rt_malloc((void **)&p.flag, 8);
+    ckt_rt_malloc((void **)&p.value, 8);
+    ckt_rt_memset(p.flag, 0, 8);
+    for (const char *threads : {"1", "2"}) {
+        setenv("CKT_EMU_THREADS", threads, 1);
+        setenv("CKT_EMU_TIMEOUT_S", "0.3", 1);
+        ckt_status s = ckt_rt_launch(CKT_KERNEL_REF(flag_deadlock_kernel), ckt_dim3_make(2, 1, 1),
+                                     ckt_dim3_make(2 * W, 1, 1), 0, NULL, &p);
+        unsetenv("CKT_EMU_TIMEOUT_S");
+        unsetenv("CKT_EMU_THREADS");
+        ExpectReport(s, {"block (0,0,0): deadlock: 1 block(s) wait for flags",
+                         Lanes(0, 0, 0, 0, "wait for a flag another block sets at " + At(flag_deadlock_line)),
+                         Lanes(0, 0, 1, W - 1, Barrier(flag_deadlock_line + 1)),
+                         Lanes(1, 1, 0, W - 1, Barrier(flag_deadlock_line + 1))});
+    }
+    // the next launch works
+    RunChain(3);
+    ChainRun r = RunChain(3);
+    EXPECT_EQ(r.status, CKT_SUCCESS) << ckt_last_error();
+    ckt_rt_free(p.flag);
+    ckt_rt_free(p.value);
+}
+
 // >>schedule orders
 
 #define SHIFT_THREADS 128
