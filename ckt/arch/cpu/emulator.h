@@ -1212,6 +1212,8 @@ static inline void *ckt__emu_worker_main(void *arg)
 static inline void ckt__emu_worker_free(ckt__emu_worker *w)
 {
     /* parked blocks' fibers are left mid-kernel (a failed launch) */
+    ckt__emu_block_ctx current;
+    ckt__emu_ctx_save(w, &current);
     for (unsigned i = 0; i < w->nparked; i++) {
         ckt__emu_ctx_load(w, &w->parked[i]);
         ckt__emu_ctx_free_current(w);
@@ -1224,6 +1226,7 @@ static inline void ckt__emu_worker_free(ckt__emu_worker *w)
     free(w->parked);
     free(w->spare);
     w->parked = w->spare = NULL;
+    ckt__emu_ctx_load(w, &current);
     ckt__emu_ctx_free_current(w);
     free(w->altstack);
     w->altstack = NULL;
