@@ -677,18 +677,22 @@ static inline int ckt__emu_resume_block(ckt__emu_worker *w)
         unsigned done = 0, at_barrier = 0, in_warp = 0;
         for (unsigned first = 0; first < n; first += W) {
             unsigned cnt = n - first < W ? n - first : W;
-            unsigned wd = 0, wb = 0, wo = 0;
+            unsigned wd = 0, wb = 0, wo = 0, wf = 0;
             for (unsigned i = 0; i < cnt; i++) {
-                int s = w->threads[first + i].state;
+                const ckt__emu_thread *t = &w->threads[first + i];
+                int s = t->state;
                 wd += s == CKT__EMU_DONE;
                 wb += s == CKT__EMU_AT_BARRIER;
                 wo += s == CKT__EMU_IN_WARP_OP;
+                wf += s == CKT__EMU_AT_MBAR && t->op == CKT__EMU_WAIT_FLAG;
             }
             done += wd;
             at_barrier += wb;
             in_warp += wo;
             if (wo == 0)
                 continue;
+            if (wf && wo + wf == cnt)
+                continue; /* the collective waits for lanes that wait for a flag (GPUs allow it) */
             if (wo != cnt) {
                 ckt__emu_block_error(w,
                                      wd ? "warp collective while other lanes of the warp have "

@@ -496,6 +496,53 @@ TEST(Flags, BlocksThatWaitForLaterBlocksAreParkedNotDeadlocked)
     }
 }
 
+// Lane 0 of each warp of block 0 waits for block 1's flag while the warp's
+// other lanes wait in a warp collective for it (legal on GPUs: lanes are
+// scheduled independently); then the warp shuffles lane 0's read.
+CKT_KERNEL(warp_flag_kernel, chain_params, p)
+{
+    const unsigned i = ckt_block_idx_x(), t = ckt_thread_rank();
+    if (i == 0) {
+        int v = 0;
+        if (ckt_lane_id() == 0) {
+            ckt_flag_wait_geq(&p.flag[1], 1);
+            v = p.value[1];
+        }
+        v = (int)ckt_warp_shfl_idx_u32((uint32_t)v, 0);
+        p.order[t] = v;
+    } else {
+        if (t == 0) {
+            p.value[1] = 4242;
+            ckt_flag_store_release(&p.flag[1], 1);
+        }
+    }
+}
+
+TEST(Flags, AWarpCollectiveWaitsForLanesThatWaitForAFlag)
+{
+    chain_params p;
+    p.blocks = 2;
+    ckt_rt_malloc((void **)&p.flag, 8);
+    ckt_rt_malloc((void **)&p.value, 8);
+    ckt_rt_malloc((void **)&p.order, 4 * 2 * W);
+    for (const char *threads : {"1", "2"}) {
+        ckt_rt_memset(p.flag, 0, 8);
+        ckt_rt_memset(p.order, 0, 4 * 2 * W);
+        setenv("CKT_EMU_THREADS", threads, 1);
+        ckt_status s = ckt_rt_launch(CKT_KERNEL_REF(warp_flag_kernel), ckt_dim3_make(2, 1, 1),
+                                     ckt_dim3_make(2 * W, 1, 1), 0, NULL, &p);
+        unsetenv("CKT_EMU_THREADS");
+        ASSERT_EQ(s, CKT_SUCCESS) << threads << " threads: " << ckt_last_error();
+        std::vector<int> got(2 * W);
+        ckt_rt_memcpy(got.data(), p.order, 4 * 2 * W, CKT_D2H);
+        for (unsigned t = 0; t < 2 * W; t++)
+            ASSERT_EQ(got[t], 4242) << "thread " << t << ", " << threads << " threads";
+    }
+    ckt_rt_free(p.flag);
+    ckt_rt_free(p.value);
+    ckt_rt_free(p.order);
+}
+
 // Block 0 waits for a flag no block sets; block 1 finishes normally.
 CKT_KERNEL(flag_deadlock_kernel, chain_params, p)
 {
