@@ -484,6 +484,11 @@ CKT_INLINE CKT_DEVICE void ckt__fmha_bwd_dbias_reduce(const ckt_fmha_bwd_args *a
 CKT_INLINE CKT_DEVICE void ckt__fmha_bwd_block_units(const ckt_fmha_bwd_meta *meta, const ckt_fmha_bwd_args *a, int p,
                                                      int bn, int lean, int64_t *begin, int64_t *end)
 {
+    if (meta->lanes) { /* indices into the block's lane units (ckt_fmha_bwd_lane_unit) */
+        *begin = 0;
+        *end = ckt_fmha_bwd_lane_count(meta, p);
+        return;
+    }
     if (meta->persistent) {
         *begin = ckt_fmha_bwd_meta_block_start(meta)[p];
         *end = ckt_fmha_bwd_meta_block_start(meta)[p + 1];
@@ -502,25 +507,29 @@ CKT_INLINE CKT_DEVICE void ckt__fmha_bwd_block_units(const ckt_fmha_bwd_meta *me
 
 /* Unit u = (entry b, kv head hk, key tile at key n0) of block p, and its
  * dQ slot: deterministic, the block's rank among the blocks of (b, hk)
- * (each adds into its own); else 0. */
+ * (each adds into its own), or with the lane schedule its lane p % lanes;
+ * else 0. (u: the unit's number; lane schedule: ckt_fmha_bwd_lane_unit.) */
 typedef struct ckt__fmha_bwd_unit {
     ckt_fmha_seq sq;
     int b, hk, n0, slot;
 } ckt__fmha_bwd_unit;
 
 CKT_INLINE CKT_DEVICE ckt__fmha_bwd_unit ckt__fmha_bwd_unit_of(const ckt_fmha_bwd_meta *meta, const ckt_fmha_bwd_args *a,
-                                                              int64_t u, int p, int bn)
+                                                              int64_t v, int p, int bn)
 {
     ckt__fmha_bwd_unit r;
+    const int lanes = meta->lanes;
+    const int64_t u = lanes ? ckt_fmha_bwd_lane_unit(meta, p, v) : v;
     const int64_t *unit_start = ckt_fmha_bwd_meta_unit_start(meta);
     r.b = ckt_fmha_bwd_find(unit_start, meta->batch + 1, u);
     r.sq = ckt__fmha_bwd_seq(a, r.b);
     const int64_t ntiles = CKT_CEIL_DIV((int64_t)r.sq.sk, bn);
     r.hk = (int)((u - unit_start[r.b]) / ntiles);
     r.n0 = (int)((u - unit_start[r.b]) % ntiles) * bn;
-    r.slot = meta->persistent ? p - ckt_fmha_bwd_find(ckt_fmha_bwd_meta_block_start(meta), meta->grid + 1,
-                                                      unit_start[r.b] + (int64_t)r.hk * ntiles)
-                              : 0;
+    r.slot = lanes              ? (int)((unsigned)p % (unsigned)lanes)
+             : meta->persistent ? p - ckt_fmha_bwd_find(ckt_fmha_bwd_meta_block_start(meta), meta->grid + 1,
+                                                        unit_start[r.b] + (int64_t)r.hk * ntiles)
+                                : 0;
     return r;
 }
 
@@ -612,7 +621,10 @@ CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a,
     const int64_t *block_start = ckt_fmha_bwd_meta_block_start(meta);
     const int p = (int)ckt_block_idx_x();
     int64_t u_begin, u_end;
-    if (meta->persistent) {
+    if (meta->lanes) { /* indices into the block's lane units */
+        u_begin = 0;
+        u_end = ckt_fmha_bwd_lane_count(meta, p);
+    } else if (meta->persistent) {
         u_begin = block_start[p];
         u_end = block_start[p + 1];
     } else {
@@ -642,8 +654,9 @@ CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a,
 #define CKT__FB_SDO(st) ckt_smem_tile_make(CKT__FB_STAGE(st) + CKT__FB_Q_ELEMS, CKT__FB_LAYOUT, DV)
 #define CKT__FB_SROWS(st) ((float *)(CKT__FB_STAGE(st) + CKT__FB_Q_ELEMS + CKT__FB_DO_ELEMS))
 
-    for (int64_t u = u_begin; u < u_end; u++) {
+    for (int64_t v = u_begin; v < u_end; v++) {
         /* unit u = (entry b, kv head hk, key tile kt) */
+        const int64_t u = meta->lanes ? ckt_fmha_bwd_lane_unit(meta, p, v) : v;
         const int b = ckt_fmha_bwd_find(unit_start, meta->batch + 1, u);
         const ckt_fmha_seq sq = ckt__fmha_bwd_seq(&a, b);
         const int64_t ntiles = CKT_CEIL_DIV((int64_t)sq.sk, BN);
@@ -653,9 +666,12 @@ CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a,
         /* bias or ALiBi (ckt/fmha/bias.h): used by the _bias kernel only */
         const ckt_fmha_bias_params bias = ckt_fmha_bias_make(a.bias, a.bias_stride_b, a.bias_stride_h,
                                                              a.bias_stride_s, a.alibi_slopes, a.alibi_stride_b, &mk);
-        /* dQ slot: deterministic, this block's rank among the blocks of (b, hk) */
+        /* dQ slot: deterministic, this block's rank among the blocks of (b, hk),
+         * or its lane (the lane schedule) */
         int slot = 0;
-        if (meta->persistent)
+        if (meta->lanes)
+            slot = p % meta->lanes;
+        else if (meta->persistent)
             slot = p - ckt_fmha_bwd_find(block_start, meta->grid + 1, unit_start[b] + (int64_t)hk * ntiles);
         const int64_t dq_base = ckt_fmha_bwd_meta_dq_start(meta)[b], dq_mat = ckt_fmha_bwd_dq_rows(sq.sq) * dq_ld;
         const int64_t q_row0 = ckt_fmha_bwd_meta_q_row_start(meta)[b];

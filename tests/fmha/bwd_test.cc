@@ -969,6 +969,102 @@ TEST(BwdSink, DsinkSameBytesUnderOtherSchedules)
 #endif
 }
 
+// The lane schedule: a plan for 8 multiprocessors puts 2 heads of 8 key
+// tiles on 4 lanes each (block c of a head takes key tiles c, c + 4, into dQ
+// slot c; ckt/fmha/workspace.h). Against the reference, and the same bytes
+// under other schedules and OS-thread counts. On a GPU: the same bytes run
+// to run.
+void lanes_case(Case &c, int mask)
+{
+    c.group = 0;
+    c.batch = 1;
+    c.sq = {700};
+    c.sk = {8 * 128 - 37};
+    c.h = 4;
+    c.hk = 2;
+    c.mask = (ckt_fmha_mask)mask;
+    c.wl = mask == CKT_MASK_WINDOW_TOP_LEFT ? 150 : -1;
+    c.wr = mask == CKT_MASK_WINDOW_TOP_LEFT ? 20 : -1;
+    c.det = 1;
+    c.name = case_name(c);
+}
+
+TEST(BwdDeterministic, LaneScheduleMatchesTheReferenceInAFixedOrder)
+{
+    struct Sched {
+        int schedule;
+        uint64_t seed;
+        const char *threads;
+    };
+#if defined(CKT_BACKEND_CPU)
+    const Sched scheds[] = {{0, 0, "1"}, {1, 0, "1"}, {2, 5, "2"}, {2, 11, "3"}};
+#else
+    const Sched scheds[] = {{0, 0, ""}, {0, 0, ""}, {0, 0, ""}};
+#endif
+    for (int mask : {(int)CKT_MASK_NONE, (int)CKT_MASK_CAUSAL_BOTTOM_RIGHT, (int)CKT_MASK_WINDOW_TOP_LEFT}) {
+        Case c;
+        lanes_case(c, mask);
+        std::vector<uint16_t> first[3];
+        int k = 0;
+        for (const Sched &sc : scheds) {
+#if defined(CKT_BACKEND_CPU)
+            setenv("CKT_EMU_THREADS", sc.threads, 1);
+            ckt_emu_set_schedule(sc.schedule, sc.seed);
+#else
+            (void)sc;
+#endif
+            BwdRun r;
+            setup(c, r);
+            ASSERT_FALSE(HasFatalFailure());
+            ckt_fmha_bwd_traits t = ckt_fmha_bwd_traits_of(&r.d);
+            t.multiprocessors = 8;
+            ckt_fmha_bwd_plan plan;
+            ASSERT_EQ(ckt_fmha_bwd_plan_init(&plan, &t), CKT_SUCCESS) << ckt_last_error();
+            const size_t ub = ckt_fmha_bwd_workspace_upper_bound(&plan);
+            r.d.workspace = r.to_device(nullptr, ub);
+            r.d.workspace_bytes = ub;
+            ASSERT_EQ(ckt_rt_memset(r.d.workspace, 0xFF, ub), CKT_SUCCESS); // poisoned
+            ASSERT_EQ(ckt_fmha_bwd_prepare(&plan, &r.d, nullptr), CKT_SUCCESS) << ckt_last_error();
+            std::vector<int64_t> meta(plan.meta_bytes / 8);
+            ASSERT_EQ(ckt_rt_memcpy(meta.data(), r.d.workspace, plan.meta_bytes, CKT_D2H), CKT_SUCCESS);
+            const ckt_fmha_bwd_meta *m = (const ckt_fmha_bwd_meta *)meta.data();
+            ASSERT_EQ(m->lanes, 4) << "the plan took no lane schedule of 4 lanes: the test would not run it";
+            ASSERT_EQ(ckt_fmha_bwd_meta_nsplits(m)[0], 4);
+            for (int rep = 0; rep < 2; rep++) // the slots are zeroed again each run
+                ASSERT_EQ(ckt_fmha_bwd_run(&plan, &r.d, nullptr), CKT_SUCCESS) << ckt_last_error();
+            ASSERT_EQ(ckt_rt_device_synchronize(), CKT_SUCCESS);
+            ASSERT_EQ(ckt_rt_memcpy(r.dq.data(), r.d.dq, r.dq.size() * 2, CKT_D2H), CKT_SUCCESS);
+            ASSERT_EQ(ckt_rt_memcpy(r.dk.data(), r.d.dk, r.dk.size() * 2, CKT_D2H), CKT_SUCCESS);
+            ASSERT_EQ(ckt_rt_memcpy(r.dv.data(), r.d.dv, r.dv.size() * 2, CKT_D2H), CKT_SUCCESS);
+            if (k == 0) {
+                const ckt_fmha_bwd_args &a = r.h;
+                std::vector<float> dq_ref(r.dq.size(), 0.0f), dk_ref(r.dk.size(), 0.0f), dv_ref(r.dv.size(), 0.0f);
+                ASSERT_EQ(ckt_ref_fmha_bwd(&a, dq_ref.data(), dk_ref.data(), dv_ref.data(), nullptr), CKT_SUCCESS);
+                double rtol, atol;
+                ckt_fmha_bwd_tolerance(c.dt, c.d, c.dv, &rtol, &atol);
+                ckt_compare_result rq, rk, rv;
+                EXPECT_EQ(ckt_ref_fmha_bwd_compare(&rq, &rk, &rv, &a, r.dq.data(), r.dk.data(), r.dv.data(),
+                                                   dq_ref.data(), dk_ref.data(), dv_ref.data(), atol, rtol),
+                          CKT_SUCCESS)
+                    << "mask " << mask << ": " << ckt_last_error();
+            }
+            const std::vector<uint16_t> *outs[3] = {&r.dq, &r.dk, &r.dv};
+            for (int i = 0; i < 3; i++) {
+                if (k == 0)
+                    first[i] = *outs[i];
+                else
+                    EXPECT_TRUE(first[i] == *outs[i])
+                        << "mask " << mask << ": tensor " << "dq dk dv"[3 * i] << " differs in run " << k;
+            }
+            k++;
+        }
+    }
+#if defined(CKT_BACKEND_CPU)
+    ckt_emu_set_schedule(-1, 0);
+    unsetenv("CKT_EMU_THREADS");
+#endif
+}
+
 // The plan + asynchronous prepare path gives the same bytes as the one-call
 // path (deterministic), with a workspace sized by the upper bound of larger
 // maxima than the call's.

@@ -178,10 +178,11 @@ void check_meta(const Case &c, const ckt_fmha_bwd_plan &p, const std::vector<int
     ASSERT_EQ(m->total_units, units);
     ASSERT_EQ(m->total_q_rows, rows);
     ASSERT_LE(units, p.max_units);
-    // nsplits: 1, or (persistent) the most distinct blocks that touch one (b, hk)
+    // nsplits: 1, or (persistent) the lanes of the lane schedule, or else the
+    // most distinct blocks that touch one (b, hk)
     for (int b = 0; b < B; b++) {
-        int64_t want = 1;
-        for (int hk = 0; c.t.deterministic && hk < HK; hk++) {
+        int64_t want = m->lanes ? m->lanes : 1;
+        for (int hk = 0; c.t.deterministic && !m->lanes && hk < HK; hk++) {
             std::vector<int> owners;
             for (int64_t t = 0; t < ntiles[b]; t++)
                 owners.push_back(owner(bs, G, us[b] + hk * ntiles[b] + t));
@@ -204,16 +205,20 @@ void check_meta(const Case &c, const ckt_fmha_bwd_plan &p, const std::vector<int
     ASSERT_EQ(ds[B], dq);
     const int64_t d_offset = (int64_t)p.meta_bytes + (dq * 4 + 255) / 256 * 256;
     ASSERT_EQ(m->d_offset, d_offset);
+    const int64_t end = d_offset + 4 * (int64_t)c.t.nhead_q * rows;
+    if (m->lanes) { // deterministic, every entry of the same key tiles, and B x lanes slots within the bound
+        ASSERT_TRUE(c.t.deterministic && (int64_t)B * (m->lanes - 1) <= G - 1);
+    }
     if (c.t.dbias_reduce) { // the dS section: past every length's D, at a plan-fixed offset
         const int64_t ds_bytes = 2 * (int64_t)c.t.batch * c.t.nhead_q * c.t.max_seqlen_q * c.t.max_seqlen_k;
         ASSERT_EQ(m->dbias_offset, (int64_t)p.dbias_offset);
         ASSERT_EQ((int64_t)p.dbias_bytes, ds_bytes);
         ASSERT_EQ(m->dbias_offset % 256, 0);
-        ASSERT_GE(m->dbias_offset, d_offset + 4 * (int64_t)c.t.nhead_q * rows);
+        ASSERT_GE(m->dbias_offset, end);
         ASSERT_EQ(m->need_bytes, m->dbias_offset + ds_bytes);
     } else {
         ASSERT_EQ(m->dbias_offset, 0);
-        ASSERT_EQ(m->need_bytes, d_offset + 4 * (int64_t)c.t.nhead_q * rows);
+        ASSERT_EQ(m->need_bytes, end);
     }
     ASSERT_LE((size_t)m->need_bytes, ckt_fmha_bwd_workspace_upper_bound(&p));
 
@@ -232,8 +237,38 @@ void check_meta(const Case &c, const ckt_fmha_bwd_plan &p, const std::vector<int
                 const int64_t u = us[b] + hk * ntiles[b] + t;
                 const int q = owner(bs, G, u);
                 ASSERT_TRUE(bs[q] <= u && u < bs[q + 1]);
-                ASSERT_LT(q - owner(bs, G, us[b] + hk * ntiles[b]), ns[b]) << "unit " << u;
+                if (!m->lanes) {
+                    ASSERT_LT(q - owner(bs, G, us[b] + hk * ntiles[b]), ns[b]) << "unit " << u;
+                }
             }
+    // the lane schedule: every unit once; a block's units round by round, and
+    // in a round one head's key tiles in increasing order; key tile n on lane
+    // n % lanes, whose slot it adds into
+    if (m->lanes) {
+        for (int b = 0; b < B; b++)
+            ASSERT_EQ(ntiles[b], m->lane_tiles) << "entry " << b;
+        std::vector<int> seen(units, 0);
+        for (int q = 0; q < G; q++) {
+            int64_t prev_head = -1, prev_n = -1;
+            for (int64_t i = 0; i < ckt_fmha_bwd_lane_count(m, q); i++) {
+                const int64_t u = ckt_fmha_bwd_lane_unit(m, q, i);
+                ASSERT_TRUE(u >= 0 && u < units) << "block " << q << " unit " << u;
+                seen[u]++;
+                const int64_t head = u / m->lane_tiles, n = u % m->lane_tiles;
+                ASSERT_EQ(n % m->lanes, q % m->lanes) << "block " << q << " unit " << u;
+                ASSERT_EQ(head / m->lane_heads, i / ((m->lane_tiles - q % m->lanes + m->lanes - 1) / m->lanes));
+                if (head == prev_head) {
+                    ASSERT_GT(n, prev_n) << "block " << q;
+                } else {
+                    ASSERT_GT(head, prev_head) << "block " << q;
+                }
+                prev_head = head;
+                prev_n = n;
+            }
+        }
+        for (int64_t u = 0; u < units; u++)
+            ASSERT_EQ(seen[u], 1) << "unit " << u;
+    }
     if (units == 0)
         return;
     // balance: no block costs more than the average plus the costliest unit
@@ -395,10 +430,12 @@ TEST(BwdWorkspace, ManyHeadsFewKeysLeaveNoBlockIdle)
 
 TEST(BwdWorkspace, SeveralTilesOfOneHeadShareASlot)
 {
-    // one entry, one head, 32 key tiles on 4 blocks: 4 slots, not 32
+    // one entry, one head, 32 key tiles on 4 blocks, in group mode with a
+    // second entry of other lengths (no lane schedule): 4 slots, not 32
     Case c;
     c.t = ckt_fmha_bwd_traits();
-    c.t.batch = 1;
+    c.t.group_mode = 1;
+    c.t.batch = 2;
     c.t.nhead_q = c.t.nhead_k = 1;
     c.t.hdim_q = c.t.hdim_v = 64;
     c.t.dtype = CKT_F16;
@@ -410,15 +447,86 @@ TEST(BwdWorkspace, SeveralTilesOfOneHeadShareASlot)
     c.block_m = 64;
     c.block_n = 64;
     c.blocks_per_mp = 1;
-    c.sq = {2048};
-    c.sk = {2048};
+    c.sq = {2048, 0};
+    c.sk = {2048, 64};
+    c.seqstart_q = {0, 2048, 2048};
+    c.seqstart_k = {0, 2048, 2048 + 64};
     ckt_fmha_bwd_plan p = make_plan(c);
     std::vector<int64_t> meta = pack(p, c);
     check_meta(c, p, meta);
+    EXPECT_EQ(header(meta)->lanes, 0);
     EXPECT_EQ(ckt_fmha_bwd_meta_nsplits(header(meta))[0], 4);
     // causal: the early key tiles see more queries, so the first block holds fewer tiles
     const int64_t *bs = ckt_fmha_bwd_meta_block_start(header(meta));
-    EXPECT_LT(bs[1] - bs[0], bs[4] - bs[3]);
+    EXPECT_LT(bs[1] - bs[0], bs[3] - bs[2]);
+}
+
+TEST(BwdWorkspace, EqualLengthsTakeTheLaneSchedule)
+{
+    // 4 heads of 32 key tiles on 8 blocks: 2 lanes a head, one round, a dQ slot a lane
+    Case c;
+    c.t = ckt_fmha_bwd_traits();
+    c.t.batch = 2;
+    c.t.nhead_q = 4;
+    c.t.nhead_k = 2;
+    c.t.hdim_q = c.t.hdim_v = 64;
+    c.t.dtype = CKT_BF16;
+    c.t.max_seqlen_q = c.t.max_seqlen_k = 2048;
+    c.t.mask = CKT_MASK_CAUSAL_TOP_LEFT;
+    c.t.deterministic = 1;
+    c.t.multiprocessors = 8;
+    c.block_m = 64;
+    c.block_n = 64;
+    c.blocks_per_mp = 1;
+    c.sq = {2048, 2048};
+    c.sk = {2048, 2048};
+    ckt_fmha_bwd_plan p = make_plan(c);
+    std::vector<int64_t> meta = pack(p, c);
+    check_meta(c, p, meta);
+    const ckt_fmha_bwd_meta *m = header(meta);
+    EXPECT_EQ(m->lanes, 2);
+    EXPECT_EQ(m->lane_heads, 4);
+    EXPECT_EQ(m->lane_rounds, 1);
+    EXPECT_EQ(m->lane_tiles, 32);
+    EXPECT_EQ(ckt_fmha_bwd_meta_nsplits(m)[0], 2); // a dQ slot a lane
+    EXPECT_EQ(ckt_fmha_bwd_meta_nsplits(m)[1], 2);
+    // block 3 runs head 1's odd key tiles
+    EXPECT_EQ(ckt_fmha_bwd_lane_count(m, 3), 16);
+    EXPECT_EQ(ckt_fmha_bwd_lane_unit(m, 3, 0), 32 + 1);
+    EXPECT_EQ(ckt_fmha_bwd_lane_unit(m, 3, 15), 32 + 31);
+}
+
+TEST(BwdWorkspace, LaneScheduleOnlyWhereItsSlotsFitTheBound)
+{
+    // 8 heads of 3 key tiles on 12 blocks: 3 lanes in 2 rounds would serve
+    // best, but 8 entries x 3 slots exceed the bound's 8 + 12 - 1: the
+    // contiguous ranges instead
+    Case c;
+    c.t = ckt_fmha_bwd_traits();
+    c.t.batch = 8;
+    c.t.nhead_q = c.t.nhead_k = 1;
+    c.t.hdim_q = c.t.hdim_v = 64;
+    c.t.dtype = CKT_F16;
+    c.t.max_seqlen_q = c.t.max_seqlen_k = 192;
+    c.t.deterministic = 1;
+    c.t.multiprocessors = 12;
+    c.block_m = 64;
+    c.block_n = 64;
+    c.blocks_per_mp = 1;
+    c.sq.assign(8, 192);
+    c.sk.assign(8, 192);
+    ckt_fmha_bwd_plan p = make_plan(c);
+    std::vector<int64_t> meta = pack(p, c);
+    check_meta(c, p, meta);
+    EXPECT_EQ(header(meta)->lanes, 0);
+    // with 4 entries the 3 lanes fit (4 x 2 <= 11)
+    c.t.batch = 4;
+    c.sq.assign(4, 192);
+    c.sk.assign(4, 192);
+    p = make_plan(c);
+    meta = pack(p, c);
+    check_meta(c, p, meta);
+    EXPECT_EQ(header(meta)->lanes, 3);
 }
 
 TEST(BwdWorkspace, BatchModeEqualsGroupModeWithEqualLengths)
