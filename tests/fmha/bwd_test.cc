@@ -972,13 +972,13 @@ TEST(BwdSink, DsinkSameBytesUnderOtherSchedules)
 // The lane schedule: a plan for 8 multiprocessors puts 2 heads of 8 key
 // tiles on 4 lanes each (block c of a head takes key tiles c, c + 4, into dQ
 // slot c; ckt/fmha/workspace.h). Against the reference, and the same bytes
-// under other schedules and OS-thread counts. On a GPU: the same bytes run
-// to run.
+// under other schedules and OS-thread counts (forward, reverse, shuffled;
+// 1, 2, 3 threads). On a GPU: the same bytes run to run.
 void lanes_case(Case &c, int mask)
 {
     c.group = 0;
     c.batch = 1;
-    c.sq = {700};
+    c.sq = {200}; // short sweeps: under ASan the 3 masks x 3 schedules took 166 s at 700 rows (medium: 300 s)
     c.sk = {8 * 128 - 37};
     c.h = 4;
     c.hk = 2;
@@ -997,7 +997,7 @@ TEST(BwdDeterministic, LaneScheduleMatchesTheReferenceInAFixedOrder)
         const char *threads;
     };
 #if defined(CKT_BACKEND_CPU)
-    const Sched scheds[] = {{0, 0, "1"}, {1, 0, "1"}, {2, 5, "2"}, {2, 11, "3"}};
+    const Sched scheds[] = {{0, 0, "1"}, {1, 0, "2"}, {2, 11, "3"}};
 #else
     const Sched scheds[] = {{0, 0, ""}, {0, 0, ""}, {0, 0, ""}};
 #endif
