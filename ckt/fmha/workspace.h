@@ -742,24 +742,10 @@ static inline ckt_status ckt_fmha_bwd_pack(const ckt_fmha_bwd_plan *p, const int
     }
     const int64_t U = unit_start[B];
 
-    /* 2. persistent: the partition, and nsplits[b] = the most blocks one (b, hk) spans */
-    if (p->persistent)
-        ckt__fmha_bwd_partition(p, seqstart_q, seqstart_k, seqlen_q, seqlen_k, unit_start, dq_start, cost,
-                                block_start);
-    for (int b = 0; b < B; b++) {
-        const int64_t nt = (unit_start[b + 1] - unit_start[b]) / t->nhead_k;
-        int64_t n = 1;
-        for (int hk = 0; p->persistent && nt > 0 && hk < t->nhead_k; hk++) {
-            const int64_t first = unit_start[b] + hk * nt;
-            const int64_t span = ckt_fmha_bwd_find(block_start, p->grid, first + nt - 1) -
-                                 ckt_fmha_bwd_find(block_start, p->grid, first) + 1;
-            if (span > n)
-                n = span;
-        }
-        nsplits[b] = n;
-    }
-    /* the lane schedule, where every entry has the same key tiles, it keeps the
-     * blocks busy and its B x lanes dQ slots fit the plan's bound (B + grid - 1) */
+    /* 2. persistent: the lane schedule, where every entry has the same key
+     * tiles, it keeps the blocks busy and its B x lanes dQ slots fit the plan's
+     * bound (B + grid - 1); the partition (kept in the metadata either way);
+     * nsplits[b] = the lanes, or the most blocks one (b, hk) spans */
     if (p->persistent && U > 0) {
         const int64_t N = (unit_start[1] - unit_start[0]) / t->nhead_k;
         int same = N > 0;
@@ -772,9 +758,22 @@ static inline ckt_status ckt_fmha_bwd_pack(const ckt_fmha_bwd_plan *p, const int
             m->lane_heads = hr;
             m->lane_rounds = R;
             m->lane_tiles = (int32_t)N;
-            for (int b = 0; b < B; b++)
-                nsplits[b] = C;
         }
+    }
+    if (p->persistent)
+        ckt__fmha_bwd_partition(p, seqstart_q, seqstart_k, seqlen_q, seqlen_k, unit_start, dq_start, cost,
+                                block_start);
+    for (int b = 0; b < B; b++) {
+        const int64_t nt = (unit_start[b + 1] - unit_start[b]) / t->nhead_k;
+        int64_t n = m->lanes ? m->lanes : 1;
+        for (int hk = 0; p->persistent && !m->lanes && nt > 0 && hk < t->nhead_k; hk++) {
+            const int64_t first = unit_start[b] + hk * nt;
+            const int64_t span = ckt_fmha_bwd_find(block_start, p->grid, first + nt - 1) -
+                                 ckt_fmha_bwd_find(block_start, p->grid, first) + 1;
+            if (span > n)
+                n = span;
+        }
+        nsplits[b] = n;
     }
 
     /* 3. dq_start (overwrites the scratch), D, sizes */
@@ -1097,7 +1096,8 @@ static inline ckt_status ckt_fmha_bwd_check_prepared(const void *meta, size_t by
         }
     }
     if (m->lanes)
-        CKT__WS_REQUIRE(m->persistent && m->lanes >= 1 && m->lane_heads >= 1 && m->lane_rounds >= 1 &&
+        CKT__WS_REQUIRE(m->persistent && m->lanes >= 1 && m->lanes <= m->lane_tiles && m->lane_heads >= 1 &&
+                            m->lane_rounds >= 1 &&
                             (int64_t)m->lanes * m->lane_heads <= G &&
                             (int64_t)m->lane_heads * m->lane_rounds >= (int64_t)B * m->nhead_k,
                         "lanes %d, lane_heads %d, lane_rounds %d for grid %d", (int)m->lanes, (int)m->lane_heads,

@@ -780,24 +780,14 @@ TEST(BwdDeterministic, SameBytesUnderOtherSchedules)
     c.name = case_name(c);
     std::vector<uint16_t> first[3];
     std::vector<float> first_dsink;
-    struct Sched {
-        int schedule;
-        uint64_t seed;
-        const char *threads;
-    };
 #if defined(CKT_BACKEND_CPU)
-    const Sched scheds[] = {{0, 0, "1"}, {1, 0, "3"}, {2, 7, "2"}, {2, 99, "4"}};
+    const FmhaEmuSchedule scheds[] = {{0, 0, "1"}, {1, 0, "3"}, {2, 7, "2"}, {2, 99, "4"}};
 #else
-    const Sched scheds[] = {{0, 0, ""}, {0, 0, ""}, {0, 0, ""}};
+    const FmhaEmuSchedule scheds[] = {{0, 0, ""}, {0, 0, ""}, {0, 0, ""}};
 #endif
     int k = 0;
-    for (const Sched &s : scheds) {
-#if defined(CKT_BACKEND_CPU)
-        setenv("CKT_EMU_THREADS", s.threads, 1);
-        ckt_emu_set_schedule(s.schedule, s.seed);
-#else
-        (void)s;
-#endif
+    for (const FmhaEmuSchedule &s : scheds) {
+        fmha_emu_schedule_set(s);
         BwdRun r;
         setup(c, r);
         ASSERT_FALSE(HasFatalFailure());
@@ -816,10 +806,7 @@ TEST(BwdDeterministic, SameBytesUnderOtherSchedules)
                 << "dsink differs under schedule " << k;
         k++;
     }
-#if defined(CKT_BACKEND_CPU)
-    ckt_emu_set_schedule(-1, 0);
-    unsetenv("CKT_EMU_THREADS");
-#endif
+    fmha_emu_schedule_reset();
 }
 
 // Deterministic mode with dropout: still the same bytes under other schedules
@@ -838,24 +825,14 @@ TEST(BwdDeterministic, DropoutSameBytesUnderOtherSchedules)
     c.p_drop = 0.35f;
     c.name = case_name(c);
     std::vector<uint16_t> first[3];
-    struct Sched {
-        int schedule;
-        uint64_t seed;
-        const char *threads;
-    };
 #if defined(CKT_BACKEND_CPU)
-    const Sched scheds[] = {{0, 0, "1"}, {1, 0, "3"}, {2, 11, "2"}};
+    const FmhaEmuSchedule scheds[] = {{0, 0, "1"}, {1, 0, "3"}, {2, 11, "2"}};
 #else
-    const Sched scheds[] = {{0, 0, ""}, {0, 0, ""}, {0, 0, ""}};
+    const FmhaEmuSchedule scheds[] = {{0, 0, ""}, {0, 0, ""}, {0, 0, ""}};
 #endif
     int k = 0;
-    for (const Sched &s : scheds) {
-#if defined(CKT_BACKEND_CPU)
-        setenv("CKT_EMU_THREADS", s.threads, 1);
-        ckt_emu_set_schedule(s.schedule, s.seed);
-#else
-        (void)s;
-#endif
+    for (const FmhaEmuSchedule &s : scheds) {
+        fmha_emu_schedule_set(s);
         BwdRun r;
         setup(c, r);
         ASSERT_FALSE(HasFatalFailure());
@@ -869,10 +846,7 @@ TEST(BwdDeterministic, DropoutSameBytesUnderOtherSchedules)
         }
         k++;
     }
-#if defined(CKT_BACKEND_CPU)
-    ckt_emu_set_schedule(-1, 0);
-    unsetenv("CKT_EMU_THREADS");
-#endif
+    fmha_emu_schedule_reset();
 }
 
 // Deterministic mode with a bias: dQ, dK, dV and dbias the same bytes under
@@ -925,10 +899,7 @@ TEST(BwdDeterministic, BiasSameBytesUnderOtherSchedules)
             k++;
         }
     }
-#if defined(CKT_BACKEND_CPU)
-    ckt_emu_set_schedule(-1, 0);
-    unsetenv("CKT_EMU_THREADS");
-#endif
+    fmha_emu_schedule_reset();
 }
 
 // dsink is a fixed-order reduction in either mode: the same bytes under
@@ -991,28 +962,18 @@ void lanes_case(Case &c, int mask)
 
 TEST(BwdDeterministic, LaneScheduleMatchesTheReferenceInAFixedOrder)
 {
-    struct Sched {
-        int schedule;
-        uint64_t seed;
-        const char *threads;
-    };
 #if defined(CKT_BACKEND_CPU)
-    const Sched scheds[] = {{0, 0, "1"}, {1, 0, "2"}, {2, 11, "3"}};
+    const FmhaEmuSchedule scheds[] = {{0, 0, "1"}, {1, 0, "2"}, {2, 11, "3"}};
 #else
-    const Sched scheds[] = {{0, 0, ""}, {0, 0, ""}, {0, 0, ""}};
+    const FmhaEmuSchedule scheds[] = {{0, 0, ""}, {0, 0, ""}, {0, 0, ""}};
 #endif
     for (int mask : {(int)CKT_MASK_NONE, (int)CKT_MASK_CAUSAL_BOTTOM_RIGHT, (int)CKT_MASK_WINDOW_TOP_LEFT}) {
         Case c;
         lanes_case(c, mask);
         std::vector<uint16_t> first[3];
         int k = 0;
-        for (const Sched &sc : scheds) {
-#if defined(CKT_BACKEND_CPU)
-            setenv("CKT_EMU_THREADS", sc.threads, 1);
-            ckt_emu_set_schedule(sc.schedule, sc.seed);
-#else
-            (void)sc;
-#endif
+        for (const FmhaEmuSchedule &sc : scheds) {
+            fmha_emu_schedule_set(sc);
             BwdRun r;
             setup(c, r);
             ASSERT_FALSE(HasFatalFailure());
@@ -1059,10 +1020,7 @@ TEST(BwdDeterministic, LaneScheduleMatchesTheReferenceInAFixedOrder)
             k++;
         }
     }
-#if defined(CKT_BACKEND_CPU)
-    ckt_emu_set_schedule(-1, 0);
-    unsetenv("CKT_EMU_THREADS");
-#endif
+    fmha_emu_schedule_reset();
 }
 
 // The plan + asynchronous prepare path gives the same bytes as the one-call
