@@ -177,6 +177,18 @@
 #define CKT__FB_LEAN 1
 #endif
 
+/* Whether the lean step copies a step's LSE and D rows with cp.async
+ * beside its Q and dO tiles (1), or loads them into registers and stores
+ * them after the S^T / dP^T products (0). A tuning knob, CKT_FMHA_BWD_ROWS_ASYNC;
+ * measured on the H200 (mma.sync kernel, bf16, s 2048-16384, 1 against 0):
+ * d64 1.02-1.04x non-causal and 1.06-1.14x deterministic, d128 non-causal
+ * 0.97-0.98x (deterministic 0.98-1.06x over two runs), so from d128 the loads stay. */
+#if defined(CKT_FMHA_BWD_ROWS_ASYNC)
+#define CKT__FB_RASYNC (CKT__FB_LEAN && CKT_FMHA_BWD_ROWS_ASYNC)
+#else
+#define CKT__FB_RASYNC (CKT__FB_LEAN && CKT__FB_D <= 64)
+#endif
+
 /* dQ is computed in column chunks of at most 128 (registers) */
 #define CKT__FB_QC (CKT__FB_D > 128 ? 128 : CKT__FB_D)
 
@@ -699,7 +711,13 @@ CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a,
         /* the loads of a step (query head h_, query tile at row q0_) into stage stg_:
          * CKT__FB_ISSUE: the Q and dO tiles, asynchronously (committed);
          * CKT__FB_ROWS: LSE (log2 domain; +inf for a row with nothing visible,
-         * so that its P is 0) and D of row r_ of the tile, into l_ and d_ */
+         * so that its P is 0) and D of row r_ of the tile, into l_ and d_.
+         * The lean step copies the rows' LSE and D with the tiles instead
+         * (CKT__FB_ROWS_ASYNC, the raw LSE: CKT__FB_L2 takes it to the log2
+         * domain where P reads it): a load into registers held across the
+         * step's products was spilled at once, its store waiting for the
+         * load (ncu, H200: 1.4% of the d64 causal s2048 stall samples on
+         * that one store, with the reloads of the registers it displaced) */
 #if CKT__FB_LEAN
         /* the unit's bases (query head h0 = hk * group, row 0 of the entry):
          * a step adds its head and row */
@@ -720,7 +738,23 @@ CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a,
         ckt_smem_tile_load_rows_async(CKT__FB_SDO(stg_),                                                           \
                                       do_unit + dh_ * a.do_stride_h + (int64_t)(q0_)*a.do_stride_s, a.do_stride_s, \
                                       sq.sq - (q0_), a.hdim_v, BM, DV, CKT__FB_T, tid);                            \
+        if (CKT__FB_RASYNC && tid < BM)                                                                            \
+            CKT__FB_ROWS_ASYNC(h_, q0_, stg_);                                                                     \
         ckt_pipe_commit();                                                                                         \
+    } while (0)
+        /* row tid of the tile: its raw LSE and D (rows past the entry: -inf and 0) */
+#define CKT__FB_ROWS_ASYNC(h_, q0_, stg_)                                                                          \
+    do {                                                                                                           \
+        const int i_ = (q0_) + tid;                                                                                \
+        const int64_t dh_ = (h_)-h0;                                                                               \
+        float *r_ = CKT__FB_SROWS(stg_);                                                                           \
+        if (i_ < sq.sq) {                                                                                          \
+            ckt_cp_async_4(r_ + tid, lse_unit + dh_ * a.lse_stride_h + i_, 4);                                     \
+            ckt_cp_async_4(r_ + BM + tid, d_unit + dh_ * meta->total_q_rows + i_, 4);                              \
+        } else {                                                                                                   \
+            r_[tid] = -INFINITY;                                                                                   \
+            r_[BM + tid] = 0.0f;                                                                                   \
+        }                                                                                                          \
     } while (0)
 #define CKT__FB_ROWS(h_, q0_, r_, l_, d_)                                                                          \
     do {                                                                                                           \
@@ -764,8 +798,16 @@ CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a,
          * visible: P = 0); applied when stored, so that the global load's
          * latency hides behind the step's products */
 #define CKT__FB_LSE2(l_) ((l_) == -INFINITY ? INFINITY : (l_)*CKT_LOG2E)
+        /* a stage's LSE entry as P reads it: stored raw by the lean step */
+#if CKT__FB_RASYNC
+#define CKT__FB_L2(x_) CKT__FB_LSE2(x_)
+#else
+#define CKT__FB_L2(x_) (x_)
+#endif
         /* the rows of a tile: thread r < BM holds row r (CKT_STATIC_ASSERT: BM <= threads) */
+#if !CKT__FB_RASYNC
         float pre_l = -INFINITY, pre_d = 0.0f;
+#endif
         /* the steps walk (query head, query tile) pairs, tiles minor: (h, q0)
          * is step st's, (nh, nq0) step st + 1's (no division in the loop) */
         const int q_end = q_lo + nqt * BM;
@@ -776,11 +818,13 @@ CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a,
         }
         if (nsteps > 0) {
             CKT__FB_ISSUE(h, q0, 0);
+#if !CKT__FB_RASYNC
             if (tid < BM) {
                 CKT__FB_ROWS(h, q0, tid, pre_l, pre_d);
                 CKT__FB_SROWS(0)[tid] = CKT__FB_LSE2(pre_l);
                 CKT__FB_SROWS(0)[BM + tid] = pre_d;
             }
+#endif
         } else {
             ckt_pipe_commit();
         }
@@ -812,8 +856,10 @@ CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a,
             const int prefetch = CKT__FB_STAGES > 1 && st + 1 < nsteps;
             if (prefetch) {
                 CKT__FB_ISSUE(nh, nq0, stg ^ 1);
+#if !CKT__FB_RASYNC
                 if (tid < BM) /* loaded now, stored after S^T / dP^T: the latency hides behind them */
                     CKT__FB_ROWS(nh, nq0, tid, pre_l, pre_d);
+#endif
             }
             const ckt_smem_tile sQ = CKT__FB_SQ(stg), sdO = CKT__FB_SDO(stg);
             const float *rows = CKT__FB_SROWS(stg);
@@ -874,7 +920,7 @@ CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a,
                     for (int i = 0; i < CKT_WARP_ACC_REGS(SWM, SWN); i++) {
                         int r, c;
                         ckt_warp_acc_coord(&r, &c, i, lane, SWM, SWN);
-                        const float x = s_acc[i], pv = ckt_exp2f_fast(fmaf(x, to_log2, -rows[sw_n + c]));
+                        const float x = s_acc[i], pv = ckt_exp2f_fast(fmaf(x, to_log2, -CKT__FB_L2(rows[sw_n + c])));
                         const float z = (keep >> i) & 1u ? dr.scale : 0.0f;
                         s_acc[i] = pv * z;
                         dp_acc[i] = pv * fmaf(dp_acc[i], z, -rows[BM + sw_n + c]) * fmaf(-x * x, inv_cap2, 1.0f);
@@ -885,7 +931,7 @@ CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a,
                     for (int i = 0; i < CKT_WARP_ACC_REGS(SWM, SWN); i++) {
                         int r, c;
                         ckt_warp_acc_coord(&r, &c, i, lane, SWM, SWN);
-                        const float x = s_acc[i], pv = ckt_exp2f_fast(fmaf(x, to_log2, -rows[sw_n + c]));
+                        const float x = s_acc[i], pv = ckt_exp2f_fast(fmaf(x, to_log2, -CKT__FB_L2(rows[sw_n + c])));
                         s_acc[i] = pv;
                         dp_acc[i] = pv * (dp_acc[i] - rows[BM + sw_n + c]) * fmaf(-x * x, inv_cap2, 1.0f);
                     }
@@ -894,7 +940,7 @@ CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a,
                     for (int i = 0; i < CKT_WARP_ACC_REGS(SWM, SWN); i++) {
                         int r, c;
                         ckt_warp_acc_coord(&r, &c, i, lane, SWM, SWN);
-                        const float pv = ckt_exp2f_fast(fmaf(s_acc[i], to_log2, -rows[sw_n + c]));
+                        const float pv = ckt_exp2f_fast(fmaf(s_acc[i], to_log2, -CKT__FB_L2(rows[sw_n + c])));
                         s_acc[i] = pv;
                         dp_acc[i] = pv * (dp_acc[i] - rows[BM + sw_n + c]);
                     }
@@ -905,15 +951,7 @@ CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a,
 #else
                 if (!ckt_fmha_mask_tile_full(&mk, q0 + sw_n, SWN, n0 + sw_m, SWM)) {
 #endif
-                    CKT_UNROLL
-                    for (int i = 0; i < CKT_WARP_ACC_REGS(SWM, SWN); i++) {
-                        int r, c;
-                        ckt_warp_acc_coord(&r, &c, i, lane, SWM, SWN);
-                        if (!ckt_fmha_mask_visible(&mk, q0 + sw_n + c, n0 + sw_m + r)) {
-                            s_acc[i] = 0.0f;
-                            dp_acc[i] = 0.0f;
-                        }
-                    }
+                    ckt_fmha_mask_scores_t(s_acc, dp_acc, &mk, n0 + sw_m, q0 + sw_n, SWM, SWN, lane);
                 }
                 if (bias_on && a.dbias) /* dbias = dS, each element by one warp of one block: no reduction */
                     ckt_fmha_dbias_store_t((uint16_t *)a.dbias, a.dbias_stride_b, a.dbias_stride_h,
@@ -922,10 +960,12 @@ CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a,
                 ckt_warp_store_acc_b16(sPt, s_acc, sw_m, sw_n, SWM, SWN, 1.0f, bf16);
                 ckt_warp_store_acc_b16(sdSt, dp_acc, sw_m, sw_n, SWM, SWN, 1.0f, bf16);
             }
+#if !CKT__FB_RASYNC
             if (prefetch && tid < BM) {
                 CKT__FB_SROWS(stg ^ 1)[tid] = CKT__FB_LSE2(pre_l);
                 CKT__FB_SROWS(stg ^ 1)[BM + tid] = pre_d;
             }
+#endif
             ckt_block_sync(); /* P^T and dS^T complete */
 
             /* dV[keys x DV] += P^T dO and dK[keys x D] += dS^T Q */
@@ -977,11 +1017,13 @@ CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a,
             if (CKT__FB_STAGES == 1 && st + 1 < nsteps) {
                 ckt_block_sync(); /* everyone is done with the single stage */
                 CKT__FB_ISSUE(nh, nq0, 0);
+#if !CKT__FB_RASYNC
                 if (tid < BM) {
                     CKT__FB_ROWS(nh, nq0, tid, pre_l, pre_d);
                     CKT__FB_SROWS(0)[tid] = CKT__FB_LSE2(pre_l);
                     CKT__FB_SROWS(0)[BM + tid] = pre_d;
                 }
+#endif
             }
             /* advance: step st + 1 becomes the current one */
             h = nh;
@@ -1007,7 +1049,9 @@ CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a,
                                     sq.sk - n0, a.hdim_v, 1.0f, bf16);
 #undef CKT__FB_ISSUE
 #undef CKT__FB_ROWS
+#undef CKT__FB_ROWS_ASYNC
 #undef CKT__FB_LSE2
+#undef CKT__FB_L2
     }
 #undef CKT__FB_STAGE
 #undef CKT__FB_SQ
@@ -1213,6 +1257,8 @@ static inline ckt_status CKT__FB_FN(_run)(const ckt_fmha_bwd_plan *plan, const c
 #undef CKT__FB_BN
 #undef CKT__FB_BM
 #undef CKT__FB_QC
+#undef CKT__FB_RASYNC
+#undef CKT_FMHA_BWD_ROWS_ASYNC
 #undef CKT__FB_GN
 #undef CKT__FB_GM
 #undef CKT__FB_GN_ANY

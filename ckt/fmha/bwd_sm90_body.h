@@ -321,15 +321,7 @@ CKT_KERNEL_BOUNDS(CKT__FB_FN(_dq_dk_dv_wg_kernel), ckt_fmha_bwd_args, a, CKT__FB
                 /* only tiles the mask or the ends of the entry cut */
                 const int hq0 = q0 + 64 * hq;
                 if (!(hq0 >= full_lo && hq0 <= full_hi)) {
-                    CKT_UNROLL
-                    for (int i = 0; i < 32; i++) {
-                        int r, c;
-                        ckt_warp_acc_coord(&r, &c, i, lane, 16, 64);
-                        if (!ckt_fmha_mask_visible(&mk, hq0 + c, n0 + wrow + r)) {
-                            s_acc[i] = 0.0f;
-                            dp_acc[i] = 0.0f;
-                        }
-                    }
+                    ckt_fmha_mask_scores_t(s_acc, dp_acc, &mk, n0 + wrow, hq0, 16, 64, lane);
                 }
                 ckt_warp_acc_to_a(&pf[16 * hq], s_acc, 16, 64, bf16);
                 ckt_warp_acc_to_a(&df[16 * hq], dp_acc, 16, 64, bf16);

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# tools/fwd_tune.sh — a reduced libckt_fmha (only the listed head dims,
+# sm_90a only) whose forward instances take tuning knobs, for A / B runs of
+# bench/fmha_ab.py or bench/fmha_bench.py on the GPU machine without a full
+# Bazel build:
+#
+#   tools/fwd_tune.sh OUT_NAME DIMS [KNOB=VALUE ...]
+#   tools/fwd_tune.sh base d64,d128
+#   tools/fwd_tune.sh bn192 d64 CKT_FMHA_SM90_BLOCK_N=192
+#
+# writes .gpu_bin/tune/OUT_NAME.so and prints ptxas's registers and spills of
+# the Hopper kernels. The forward body #undef's its knobs after each instance
+# (ckt/fmha/fwd_body.h), so a knob given as -D on the command line would reach
+# only a file's first instance (fp16): here each knob is #define'd before
+# every instance of a copy of lib/fmha/fwd_DIM.c. ARCH=sm_80 builds for sm_80.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+name=$1; dims=$2; shift 2
+arch=${ARCH:-sm_90a}; carch=${arch/sm_/compute_}
+nvcc=${CKT_NVCC:-/usr/local/cuda/bin/nvcc}
+out=.gpu_bin/tune; obj=$out/obj_$name
+mkdir -p "$out" "$obj"
+knobs=""
+for kv in "$@"; do knobs="$knobs#define ${kv%%=*} ${kv#*=}\n"; done
+files=""; for d in ${dims//,/ }; do files="$files X($d)"; done
+flags=(-std=c++17 -O3 -lineinfo -x cu -I. -Xcompiler -fPIC -gencode "arch=$carch,code=$arch"
+       "-DCKT__FMHA_FWD_FILES(X)=$files" "-DCKT__FMHA_BWD_FILES(X)=$files")
+pids=()
+for f in dispatch appendkv registry plan; do
+  "$nvcc" "${flags[@]}" -c "lib/fmha/$f.c" -o "$obj/$f.o" & pids+=($!)
+done
+for d in ${dims//,/ }; do
+  sed "s|^#include CKT_FMHA_FWD_BODY|${knobs}#include CKT_FMHA_FWD_BODY|" "lib/fmha/fwd_$d.c" > "$obj/fwd_$d.c"
+  "$nvcc" "${flags[@]}" -Xptxas -v -c "$obj/fwd_$d.c" -o "$obj/fwd_$d.o" 2> "$obj/fwd_$d.ptxas" & pids+=($!)
+  "$nvcc" "${flags[@]}" -c "lib/fmha/bwd_$d.c" -o "$obj/bwd_$d.o" & pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p"; done
+grep -A2 "bf16.*sm90n\?_kernel" "$obj"/fwd_*.ptxas | grep -E "Compiling|spill|registers" | sed -e "s/^/$name: /" -e "s/ptxas info *: //" || true
+"$nvcc" -shared -gencode "arch=$carch,code=$arch" -cudart static "$obj"/*.o -o "$out/$name.so"
+rm -rf "$obj"
+echo "$out/$name.so"
