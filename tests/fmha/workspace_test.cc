@@ -243,7 +243,8 @@ void check_meta(const Case &c, const ckt_fmha_bwd_plan &p, const std::vector<int
             }
     // the lane schedule: every unit once; a block's units round by round, and
     // in a round one head's key tiles in increasing order; key tile n on lane
-    // n % lanes, whose slot it adds into
+    // n % lanes in even rows of lanes tiles and lanes - 1 - n % lanes in odd
+    // ones, whose slot it adds into
     if (m->lanes) {
         for (int b = 0; b < B; b++)
             ASSERT_EQ(ntiles[b], m->lane_tiles) << "entry " << b;
@@ -255,8 +256,12 @@ void check_meta(const Case &c, const ckt_fmha_bwd_plan &p, const std::vector<int
                 ASSERT_TRUE(u >= 0 && u < units) << "block " << q << " unit " << u;
                 seen[u]++;
                 const int64_t head = u / m->lane_tiles, n = u % m->lane_tiles;
-                ASSERT_EQ(n % m->lanes, q % m->lanes) << "block " << q << " unit " << u;
-                ASSERT_EQ(head / m->lane_heads, i / ((m->lane_tiles - q % m->lanes + m->lanes - 1) / m->lanes));
+                const int64_t row = n / m->lanes, lane = row % 2 ? m->lanes - 1 - n % m->lanes : n % m->lanes;
+                ASSERT_EQ(lane, q % m->lanes) << "block " << q << " unit " << u;
+                int64_t per = 0; // the tiles of lane q % lanes in one head
+                for (int64_t t = 0; t < m->lane_tiles; t++)
+                    per += ((t / m->lanes) % 2 ? m->lanes - 1 - t % m->lanes : t % m->lanes) == q % m->lanes;
+                ASSERT_EQ(head / m->lane_heads, i / per);
                 if (head == prev_head) {
                     ASSERT_GT(n, prev_n) << "block " << q;
                 } else {
@@ -490,10 +495,20 @@ TEST(BwdWorkspace, EqualLengthsTakeTheLaneSchedule)
     EXPECT_EQ(m->lane_tiles, 32);
     EXPECT_EQ(ckt_fmha_bwd_meta_nsplits(m)[0], 2); // a dQ slot a lane
     EXPECT_EQ(ckt_fmha_bwd_meta_nsplits(m)[1], 2);
-    // block 3 runs head 1's odd key tiles
+    // block 3 runs lane 1 of head 1: key tiles 1, 2, 5, 6, ..., 29, 30 (rows
+    // of 2 tiles, odd rows right to left)
     EXPECT_EQ(ckt_fmha_bwd_lane_count(m, 3), 16);
     EXPECT_EQ(ckt_fmha_bwd_lane_unit(m, 3, 0), 32 + 1);
-    EXPECT_EQ(ckt_fmha_bwd_lane_unit(m, 3, 15), 32 + 31);
+    EXPECT_EQ(ckt_fmha_bwd_lane_unit(m, 3, 1), 32 + 2);
+    EXPECT_EQ(ckt_fmha_bwd_lane_unit(m, 3, 2), 32 + 5);
+    EXPECT_EQ(ckt_fmha_bwd_lane_unit(m, 3, 15), 32 + 30);
+    // causal work (a key tile's query tiles fall with its number): the two
+    // lanes of a head equal
+    int64_t work[2] = {0, 0};
+    for (int lane = 0; lane < 2; lane++)
+        for (int64_t i = 0; i < ckt_fmha_bwd_lane_count(m, lane); i++)
+            work[lane] += 32 - ckt_fmha_bwd_lane_unit(m, lane, i) % 32;
+    EXPECT_EQ(work[0], work[1]);
 }
 
 TEST(BwdWorkspace, LaneScheduleOnlyWhereItsSlotsFitTheBound)
