@@ -729,7 +729,10 @@ CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a,
                                                                                 a.do_stride_s);
         const float *lse_unit = a.lse + ckt_fmha_row_offset(a.group_mode, b, h0, sq.q_start, a.lse_stride_b,
                                                              a.lse_stride_h, 1);
-        const float *d_unit = dsum + (int64_t)h0 * meta->total_q_rows + q_row0;
+        /* D's head stride, read once a unit: in the copies' macro below ptxas
+         * reloaded it from global memory every step (the asm's memory clobber) */
+        const int64_t d_stride_h = meta->total_q_rows;
+        const float *d_unit = dsum + (int64_t)h0 * d_stride_h + q_row0;
 #define CKT__FB_ISSUE(h_, q0_, stg_)                                                                               \
     do {                                                                                                           \
         const int64_t dh_ = (h_)-h0;                                                                               \
@@ -750,7 +753,7 @@ CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a,
         float *r_ = CKT__FB_SROWS(stg_);                                                                           \
         if (i_ < sq.sq) {                                                                                          \
             ckt_cp_async_4(r_ + tid, lse_unit + dh_ * a.lse_stride_h + i_, 4);                                     \
-            ckt_cp_async_4(r_ + BM + tid, d_unit + dh_ * meta->total_q_rows + i_, 4);                              \
+            ckt_cp_async_4(r_ + BM + tid, d_unit + dh_ * d_stride_h + i_, 4);                                      \
         } else {                                                                                                   \
             r_[tid] = -INFINITY;                                                                                   \
             r_[BM + tid] = 0.0f;                                                                                   \
@@ -764,7 +767,7 @@ CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a,
         d_ = 0.0f;                                                                                                 \
         if (i_ < sq.sq) {                                                                                          \
             l_ = lse_unit[dh_ * a.lse_stride_h + i_];                                                              \
-            d_ = d_unit[dh_ * meta->total_q_rows + i_];                                                            \
+            d_ = d_unit[dh_ * d_stride_h + i_];                                                                    \
         }                                                                                                          \
     } while (0)
 #else

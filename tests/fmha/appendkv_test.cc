@@ -725,25 +725,15 @@ TEST(AppendKVDeterminism, SameBytesUnderEverySchedule)
     tables(t.cs, t.sn, 32, 64);
     t.a.dtype = CKT_BF16;
     std::vector<int32_t> len = {3, 11};
-    struct Sched {
-        int schedule;
-        uint64_t seed;
-        const char *threads;
-    };
 #if defined(CKT_BACKEND_CPU)
-    const Sched scheds[] = {{0, 0, "1"}, {1, 0, "3"}, {2, 7, "2"}, {2, 99, "4"}};
+    const FmhaEmuSchedule scheds[] = {{0, 0, "1"}, {1, 0, "3"}, {2, 7, "2"}, {2, 99, "4"}};
 #else
-    const Sched scheds[] = {{0, 0, ""}, {0, 0, ""}};
+    const FmhaEmuSchedule scheds[] = {{0, 0, ""}, {0, 0, ""}};
 #endif
     std::vector<uint16_t> first[3];
     int k = 0;
-    for (const Sched &sc : scheds) {
-#if defined(CKT_BACKEND_CPU)
-        setenv("CKT_EMU_THREADS", sc.threads, 1);
-        ckt_emu_set_schedule(sc.schedule, sc.seed);
-#else
-        (void)sc;
-#endif
+    for (const FmhaEmuSchedule &sc : scheds) {
+        fmha_emu_schedule_set(sc);
         Buffers buf;
         ckt_fmha_appendkv_args d = t.a;
         d.q = buf.dev(t.q.data(), t.q.size() * 2);
@@ -769,10 +759,7 @@ TEST(AppendKVDeterminism, SameBytesUnderEverySchedule)
         k++;
     }
     EXPECT_TRUE(first[0] != t.q && first[1] != t.kc) << "the call changed nothing";
-#if defined(CKT_BACKEND_CPU)
-    ckt_emu_set_schedule(-1, 0);
-    unsetenv("CKT_EMU_THREADS");
-#endif
+    fmha_emu_schedule_reset();
 }
 
 } // namespace

@@ -870,18 +870,13 @@ TEST(BwdDeterministic, BiasSameBytesUnderOtherSchedules)
         c.name = case_name(c);
         std::vector<uint16_t> first[4];
 #if defined(CKT_BACKEND_CPU)
-        const int scheds[][3] = {{0, 0, 1}, {1, 0, 3}, {2, 7, 2}, {2, 99, 4}};
+        const FmhaEmuSchedule scheds[] = {{0, 0, "1"}, {1, 0, "3"}, {2, 7, "2"}, {2, 99, "4"}};
 #else
-        const int scheds[][3] = {{0, 0, 0}, {0, 0, 0}};
+        const FmhaEmuSchedule scheds[] = {{0, 0, ""}, {0, 0, ""}};
 #endif
         int k = 0;
-        for (const auto &s : scheds) {
-#if defined(CKT_BACKEND_CPU)
-            setenv("CKT_EMU_THREADS", std::to_string(s[2]).c_str(), 1);
-            ckt_emu_set_schedule(s[0], (uint64_t)s[1]);
-#else
-            (void)s;
-#endif
+        for (const FmhaEmuSchedule &s : scheds) {
+            fmha_emu_schedule_set(s);
             BwdRun r;
             setup(c, r);
             ASSERT_FALSE(HasFatalFailure());
@@ -941,8 +936,8 @@ TEST(BwdSink, DsinkSameBytesUnderOtherSchedules)
 }
 
 // The lane schedule: a plan for 8 multiprocessors puts 2 heads of 8 key
-// tiles on 4 lanes each (block c of a head takes key tiles c, c + 4, into dQ
-// slot c; ckt/fmha/workspace.h). Against the reference, and the same bytes
+// tiles on 4 lanes each (block c of a head takes key tiles c and 7 - c, rows
+// of 4 with the second reversed, into dQ slot c; ckt/fmha/workspace.h). Against the reference, and the same bytes
 // under other schedules and OS-thread counts (forward, reverse, shuffled;
 // 1, 2, 3 threads). On a GPU: the same bytes run to run.
 void lanes_case(Case &c, int mask)

@@ -632,36 +632,13 @@ std::vector<Case> cases()
 INSTANTIATE_TEST_SUITE_P(Matrix, KvCache, ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<Case> &i) { return i.param.name; });
 
-// An emulator block order (schedule, seed) and thread count; on a GPU the
-// runs repeat under the hardware's own order.
-struct Sched {
-    int schedule;
-    uint64_t seed;
-    const char *threads;
-};
+// An emulator block order (schedule, seed) and thread count each
+// (fmha_test_util.h); on a GPU the runs repeat under the hardware's own order.
 #if defined(CKT_BACKEND_CPU)
-const Sched kScheds[] = {{0, 0, "1"}, {1, 0, "3"}, {2, 7, "2"}};
+const FmhaEmuSchedule kScheds[] = {{0, 0, "1"}, {1, 0, "3"}, {2, 7, "2"}};
 #else
-const Sched kScheds[] = {{0, 0, ""}, {0, 0, ""}, {0, 0, ""}};
+const FmhaEmuSchedule kScheds[] = {{0, 0, ""}, {0, 0, ""}, {0, 0, ""}};
 #endif
-
-void use_schedule(const Sched &s)
-{
-#if defined(CKT_BACKEND_CPU)
-    setenv("CKT_EMU_THREADS", s.threads, 1);
-    ckt_emu_set_schedule(s.schedule, s.seed);
-#else
-    (void)s;
-#endif
-}
-
-void reset_schedule()
-{
-#if defined(CKT_BACKEND_CPU)
-    ckt_emu_set_schedule(-1, 0);
-    unsetenv("CKT_EMU_THREADS");
-#endif
-}
 
 // Split-KV's result: the same bytes run to run, whatever the block order or
 // thread count; and within fp32 rounding of the unsplit forward.
@@ -679,8 +656,8 @@ TEST(KvCacheSplit, SameBytesUnderOtherSchedulesAndCloseToUnsplit)
     std::vector<uint16_t> first_o;
     std::vector<float> first_lse;
     int k = 0;
-    for (const Sched &s : kScheds) {
-        use_schedule(s);
+    for (const FmhaEmuSchedule &s : kScheds) {
+        fmha_emu_schedule_set(s);
         KvRun r;
         build(c, r);
         ASSERT_FALSE(HasFatalFailure());
@@ -693,7 +670,7 @@ TEST(KvCacheSplit, SameBytesUnderOtherSchedulesAndCloseToUnsplit)
             EXPECT_EQ(memcmp(first_lse.data(), r.lse.data(), r.lse.size() * 4), 0) << "LSE differs under schedule " << k;
         }
     }
-    reset_schedule();
+    fmha_emu_schedule_reset();
     Case u = c;
     u.splits = 1;
     u.name = c.name; // same data
@@ -836,8 +813,8 @@ TEST(KvCachePaged, PrefillSameBytesUnderOtherSchedules)
     c.name = case_name(c);
     std::vector<uint16_t> first_o;
     int k = 0;
-    for (const Sched &s : kScheds) {
-        use_schedule(s);
+    for (const FmhaEmuSchedule &s : kScheds) {
+        fmha_emu_schedule_set(s);
         KvRun r;
         build(c, r);
         ASSERT_FALSE(HasFatalFailure());
@@ -848,7 +825,7 @@ TEST(KvCachePaged, PrefillSameBytesUnderOtherSchedules)
         else
             EXPECT_TRUE(first_o == r.o) << "O differs under schedule " << k;
     }
-    reset_schedule();
+    fmha_emu_schedule_reset();
 }
 
 TEST(KvCachePaged, PoolPast4GB)
