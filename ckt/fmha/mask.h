@@ -52,9 +52,13 @@ CKT_INLINE CKT_HOST_DEVICE ckt_fmha_mask_params ckt_fmha_mask_make(ckt_fmha_mask
     case CKT_MASK_WINDOW_BOTTOM_RIGHT: m.left = wl; m.right = wr; br = 1; break;
     default: break;
     }
-    if (m.left < 0)
+    /* |j - i - off| < max(sq, sk) inside the entry: a side of sq + sk or more
+     * cuts nothing, and is unlimited (so that INT_MAX, a common "no limit",
+     * cannot overflow the 32-bit sums of ckt_fmha_mask_row_cols and the
+     * other range functions) */
+    if (m.left < 0 || (int64_t)m.left >= (int64_t)sq + sk)
         m.left = -1;
-    if (m.right < 0)
+    if (m.right < 0 || (int64_t)m.right >= (int64_t)sq + sk)
         m.right = -1;
     m.off = br ? sk - sq : 0;
     return m;

@@ -196,7 +196,8 @@ CKT_INLINE CKT_DEVICE void ckt_fmha_mask_scores(float *s, const ckt_fmha_mask_pa
  * row with them (the predicate per element was 21 instructions with
  * branches: 6.6% of the stall samples of the d64 causal s2048 backward, ncu
  * on the H200). Call it only for tiles ckt_fmha_mask_tile_full says are cut. */
-#define CKT_FMHA_MASK_T_COLS_MAX 32 /* wq <= 128 */
+#define CKT_FMHA_MASK_T_COLS_MAX 32 /* wq <= 128: the backward's S^T tiles have <= 64 registers a lane
+                                     * (its CKT_STATIC_ASSERT) and >= 16 rows */
 CKT_INLINE CKT_DEVICE void ckt_fmha_mask_scores_t(float *s, float *t, const ckt_fmha_mask_params *m, int k0, int q0,
                                                   int wk, int wq, int lane)
 {

@@ -232,7 +232,7 @@ CKT_INLINE CKT_HOST_DEVICE int ckt_fmha_bwd_find(const int64_t *a, int n, int64_
  * rows of C, the even rows left to right and the odd ones right to left
  * (lane c takes c, 2C - 1 - c, 2C + c, ...): under a causal mask, where a
  * key tile's work falls with its number, each pair of rows gives every lane
- * the same work (a lane taking c, C + c, ... had up to ~C / N more than
+ * the same work (a lane taking c, C + c, ... had about 2 (C - 1) / N more than
  * another: 11% at C = 8, N = 128). */
 CKT_INLINE CKT_HOST_DEVICE int ckt_fmha_bwd_lane_pos(int k, int c, int C)
 {

@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <cstdint>
 #include <vector>
 
@@ -81,12 +82,14 @@ TEST(MaskTile, TransposedTileMatchesThePredicate)
     const ckt_fmha_mask kinds[] = {CKT_MASK_NONE, CKT_MASK_CAUSAL_TOP_LEFT, CKT_MASK_CAUSAL_BOTTOM_RIGHT,
                                    CKT_MASK_WINDOW_TOP_LEFT, CKT_MASK_WINDOW_BOTTOM_RIGHT};
     const int lens[][2] = {{200, 200}, {77, 300}, {300, 77}, {1, 129}, {129, 1}, {64, 64}};
-    const int wins[][2] = {{10, 5}, {-1, 7}, {40, 0}, {0, 0}, {3, -1}};
+    // windows incl. sides of INT_MAX ("no limit"; a 32-bit sum of mask.h would overflow on them)
+    const int wins[][2] = {{10, 5}, {-1, 7}, {40, 0}, {0, 0}, {3, -1}, {INT_MAX, -1}, {-1, INT_MAX}, {INT_MAX, 2}};
+    const int nwins = (int)(sizeof(wins) / sizeof(wins[0]));
     std::vector<MaskCase> cases;
     int n = 0;
     for (ckt_fmha_mask kind : kinds)
         for (const auto &len : lens)
-            for (int w = 0; w < (kind == CKT_MASK_WINDOW_TOP_LEFT || kind == CKT_MASK_WINDOW_BOTTOM_RIGHT ? 5 : 1);
+            for (int w = 0; w < (kind == CKT_MASK_WINDOW_TOP_LEFT || kind == CKT_MASK_WINDOW_BOTTOM_RIGHT ? nwins : 1);
                  w++)
                 for (int pos = 0; pos < 4; pos++, n++) {
                     MaskCase c;
