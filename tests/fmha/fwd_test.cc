@@ -14,6 +14,8 @@
 
 #include <gtest/gtest.h>
 
+#include <climits>
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -367,7 +369,9 @@ std::vector<Case> matrix()
                           {CKT_MASK_WINDOW_BOTTOM_RIGHT, 40, 0},
                           {CKT_MASK_WINDOW_TOP_LEFT, -1, 7},
                           {CKT_MASK_WINDOW_BOTTOM_RIGHT, 3, -1},
-                          {CKT_MASK_WINDOW_TOP_LEFT, 0, 0}};
+                          {CKT_MASK_WINDOW_TOP_LEFT, 0, 0},
+                          // "no limit" as INT_MAX: the masked tiles' 32-bit ranges once overflowed (mask.h)
+                          {CKT_MASK_WINDOW_TOP_LEFT, INT_MAX, INT_MAX}};
     const int lens[][2] = {{1, 1}, {3, 257}, {55, 100}, {100, 55}, {257, 3}, {257, 257}, {1, 257}};
     int n = 0;
     for (const Mask &m : masks)
