@@ -16,15 +16,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name=$1; dims=$2; shift 2
-arch=${ARCH:-sm_90a}; carch=${arch/sm_/compute_}
-nvcc=${CKT_NVCC:-/usr/local/cuda/bin/nvcc}
-out=.gpu_bin/tune; obj=$out/obj_$name
-mkdir -p "$out" "$obj"
+source tools/tune_common.sh
 knobs=""
 for kv in "$@"; do knobs="$knobs#define ${kv%%=*} ${kv#*=}\n"; done
-files=""; for d in ${dims//,/ }; do files="$files X($d)"; done
-flags=(-std=c++17 -O3 -lineinfo -x cu -I. -Xcompiler -fPIC -gencode "arch=$carch,code=$arch"
-       "-DCKT__FMHA_FWD_FILES(X)=$files" "-DCKT__FMHA_BWD_FILES(X)=$files")
 pids=()
 for f in dispatch appendkv registry plan; do
   "$nvcc" "${flags[@]}" -c "lib/fmha/$f.c" -o "$obj/$f.o" & pids+=($!)
