@@ -148,12 +148,14 @@
 #endif
 /* the products over the query tile (dV, dK, dQ): their own knob (NVIDIA:
  * 2 k-steps a trip; H200 d128 b4 h16 s4096: full 246, 2 a trip 249 TFLOPS,
- * deterministic 220 -> 233) */
+ * deterministic 220 -> 233; at d64 full unrolling, with the late copies of
+ * CKT__FB_LATE below: 1.00-1.01x over 2 a trip, ptxas spilling 20 -> 0
+ * bytes) */
 #ifndef CKT_FMHA_BWD_UNROLL_D
 #if defined(CKT_HAS_MFMA)
 #define CKT_FMHA_BWD_UNROLL_D CKT_FMHA_BWD_UNROLL
 #else
-#define CKT_FMHA_BWD_UNROLL_D 2
+#define CKT_FMHA_BWD_UNROLL_D (CKT__FB_D <= 64 && CKT__FB_DV <= 64 ? 0 : 2)
 #endif
 #endif
 
@@ -187,6 +189,24 @@
 #define CKT__FB_RASYNC (CKT__FB_LEAN && CKT_FMHA_BWD_ROWS_ASYNC)
 #else
 #define CKT__FB_RASYNC (CKT__FB_LEAN && CKT__FB_D <= 64)
+#endif
+
+/* Whether a step issues the next step's copies (two stages) after its dV /
+ * dK products, just before dQ (1), or at its start (0). A tuning knob,
+ * CKT_FMHA_BWD_ISSUE_LATE; 1 at d64. At the start, ptxas reused the copies'
+ * address registers at once and the next instructions waited for the copies
+ * to read them (ncu, H200: 5.7% of the stall samples at d64 s2048); after
+ * dV / dK the products' ldmatrix reads have drained. Measured on the H200
+ * (mma.sync kernel, bf16, s 2048-16384, 1 against 0, with UNROLL_D below):
+ * d64 1.02-1.04x in both modes; d128 non-deterministic 1.03-1.05x but
+ * deterministic 0.98-1.01x, which took the deterministic cost at causal s
+ * 16384 from 13% to 16-20% (the issue's bound: 15%), so d128 keeps 0.
+ * Issuing after the S^T / dP^T products (0.89-0.99x) or after the barrier
+ * that follows them (1.00x) gained nothing. */
+#ifdef CKT_FMHA_BWD_ISSUE_LATE
+#define CKT__FB_LATE CKT_FMHA_BWD_ISSUE_LATE
+#else
+#define CKT__FB_LATE (CKT__FB_D <= 64 && CKT__FB_DV <= 64)
 #endif
 
 /* dQ is computed in column chunks of at most 128 (registers) */
@@ -326,6 +346,26 @@ CKT_INLINE CKT_DEVICE void ckt__fmha_bwd_dot_do_o(const ckt_fmha_bwd_args *a, in
     const int t = (int)ckt_thread_idx_x(), sub = t % CKT__FB_ROW_LANES;
     const int i = (int)ckt_block_idx_x() * CKT__FB_ROWS_PER_BLOCK + t / CKT__FB_ROW_LANES;
     const ckt_fmha_seq s = ckt__fmha_bwd_seq(a, b);
+    /* the block's rows of dq_acc[b][slot][h], every slot, zeroed in 16-byte
+     * stores: in the accumulator order (ckt/tile/mma.h) whole groups of
+     * CKT_ACC_BLOCK_ROWS rows are contiguous, so rows [i0, i1) are the
+     * (i1 - i0) * ld floats from i0 * ld (padding rows up to
+     * ckt_fmha_bwd_dq_rows included; no kernel reads them) */
+    float *dq_acc = (float *)((char *)a->workspace + ckt_fmha_bwd_meta_bytes(m->batch, m->grid, m->persistent));
+    const int64_t nsplits = ckt_fmha_bwd_meta_nsplits(m)[b], ld = ckt_fmha_bwd_dq_ld(a->hdim_q);
+    const int64_t mat = ckt_fmha_bwd_dq_rows(s.sq) * ld;
+    {
+        CKT_STATIC_ASSERT(CKT__FB_ROWS_PER_BLOCK % CKT_ACC_BLOCK_ROWS == 0, "a row block holds whole accumulator blocks");
+        const int64_t i0 = (int64_t)ckt_block_idx_x() * CKT__FB_ROWS_PER_BLOCK;
+        const int64_t rows = ckt_fmha_bwd_dq_rows(s.sq);
+        const int64_t i1 = i0 + CKT__FB_ROWS_PER_BLOCK < rows ? i0 + CKT__FB_ROWS_PER_BLOCK : rows;
+        const int64_t bytes = (i1 - i0) * ld * (int64_t)sizeof(float); /* a multiple of 16: ld % 8 == 0 */
+        for (int64_t sl = 0; sl < nsplits && i1 > i0; sl++) {
+            float *r = dq_acc + ckt_fmha_bwd_meta_dq_start(m)[b] + (sl * a->nhead_q + h) * mat + i0 * ld;
+            for (int64_t off = (int64_t)t * 16; off < bytes; off += 16 * CKT__FB_ROW_THREADS)
+                ckt_buffer_store_u32x4(r, bytes, off, ckt_u32x4_make(0u, 0u, 0u, 0u));
+        }
+    }
     /* every lane takes part in the shuffles: rows past the entry add 0 */
     const int valid = i < s.sq;
     const int64_t row = s.q_start + (valid ? i : 0);
@@ -345,19 +385,6 @@ CKT_INLINE CKT_DEVICE void ckt__fmha_bwd_dot_do_o(const ckt_fmha_bwd_args *a, in
     float *dsum = (float *)((char *)a->workspace + m->d_offset);
     if (sub == 0)
         dsum[(int64_t)h * m->total_q_rows + ckt_fmha_bwd_meta_q_row_start(m)[b] + i] = acc;
-    /* row i of dq_acc[b][slot][h] = 0 for every slot of the entry (the
-     * accumulator order: columns c, c + 1 (c even) are adjacent) */
-    float *dq_acc = (float *)((char *)a->workspace + ckt_fmha_bwd_meta_bytes(m->batch, m->grid, m->persistent));
-    const int64_t nsplits = ckt_fmha_bwd_meta_nsplits(m)[b], ld = ckt_fmha_bwd_dq_ld(a->hdim_q);
-    const int64_t mat = ckt_fmha_bwd_dq_rows(s.sq) * ld;
-    for (int64_t sl = 0; sl < nsplits; sl++) {
-        float *r = dq_acc + ckt_fmha_bwd_meta_dq_start(m)[b] + (sl * a->nhead_q + h) * mat;
-        for (int c = sub * 2; c < ld; c += 2 * CKT__FB_ROW_LANES) {
-            float *e = r + ckt_acc_offset(ld, i, c);
-            e[0] = 0.0f;
-            e[1] = 0.0f;
-        }
-    }
 }
 
 /* >>device: stage 3 — dQ = scale * sum over slots (in order), to 16 bits. */
@@ -367,12 +394,55 @@ CKT_INLINE CKT_DEVICE void ckt__fmha_bwd_convert_dq(const ckt_fmha_bwd_args *a, 
     if (!m)
         return;
     const int b = (int)ckt_block_idx_z(), h = (int)ckt_block_idx_y();
-    const int t = (int)ckt_thread_idx_x(), sub = t % CKT__FB_ROW_LANES;
-    const int i = (int)ckt_block_idx_x() * CKT__FB_ROWS_PER_BLOCK + t / CKT__FB_ROW_LANES;
+    const int t = (int)ckt_thread_idx_x();
     const ckt_fmha_seq s = ckt__fmha_bwd_seq(a, b);
+    const float scale = a->scale > 0.0f ? a->scale : 1.0f / sqrtf((float)a->hdim_q);
+#if CKT_ACC_BLOCK_ROWS == 16 && CKT_ACC_BLOCK_COLS == 8
+    /* mma.sync's accumulator order: 16-byte vector j of a 16 x 8 block holds
+     * (r, c), (r, c + 1), (r + 8, c), (r + 8, c + 1) for r = j / 4, c = 2 (j % 4)
+     * (ckt_acc_offset); the block's rows [i0, i1) are contiguous from i0 * ld,
+     * read in 16-byte vectors, each summed over the slots in order */
+    const int64_t i0 = (int64_t)ckt_block_idx_x() * CKT__FB_ROWS_PER_BLOCK;
+    if (i0 >= s.sq)
+        return;
+    const float *dq_acc = (const float *)((const char *)a->workspace +
+                                          ckt_fmha_bwd_meta_bytes(m->batch, m->grid, m->persistent));
+    const int64_t nsplits = ckt_fmha_bwd_meta_nsplits(m)[b], ld = ckt_fmha_bwd_dq_ld(a->hdim_q);
+    const int64_t rows = ckt_fmha_bwd_dq_rows(s.sq), mat = rows * ld, slot_stride = (int64_t)a->nhead_q * mat;
+    const int64_t i1 = i0 + CKT__FB_ROWS_PER_BLOCK < rows ? i0 + CKT__FB_ROWS_PER_BLOCK : rows;
+    const int64_t bytes = (i1 - i0) * ld * (int64_t)sizeof(float), slot_bytes = slot_stride * (int64_t)sizeof(float);
+    const char *r = (const char *)(dq_acc + ckt_fmha_bwd_meta_dq_start(m)[b] + (int64_t)h * mat + i0 * ld);
+    const int64_t total = nsplits * slot_bytes; /* the bound of the buffer loads below */
+    for (int64_t off = (int64_t)t * 16; off < bytes; off += 16 * CKT__FB_ROW_THREADS) {
+        const int64_t j = off / 16, grp = j / (4 * ld), in = j % (4 * ld);
+        const int64_t row = i0 + grp * 16 + (in % 32) / 4;
+        const int c = (int)(in / 32) * 8 + 2 * (int)(in % 4);
+        float x0 = 0.0f, x1 = 0.0f, x2 = 0.0f, x3 = 0.0f;
+        for (int64_t sl = 0; sl < nsplits; sl++) {
+            const ckt_u32x4 v = ckt_buffer_load_u32x4(r, total, sl * slot_bytes + off);
+            x0 += ckt_f32_from_bits(v.x);
+            x1 += ckt_f32_from_bits(v.y);
+            x2 += ckt_f32_from_bits(v.z);
+            x3 += ckt_f32_from_bits(v.w);
+        }
+        if (c >= a->hdim_q)
+            continue;
+        if (row < s.sq) {
+            uint16_t *dq = (uint16_t *)a->dq + ckt_fmha_row_offset(a->group_mode, b, h, s.q_start + row, a->dq_stride_b,
+                                                                  a->dq_stride_h, a->dq_stride_s);
+            *(uint32_t *)(dq + c) = bf16 ? ckt_pack2_bf16(x0 * scale, x1 * scale) : ckt_pack2_f16(x0 * scale, x1 * scale);
+        }
+        if (row + 8 < s.sq) {
+            uint16_t *dq = (uint16_t *)a->dq + ckt_fmha_row_offset(a->group_mode, b, h, s.q_start + row + 8,
+                                                                  a->dq_stride_b, a->dq_stride_h, a->dq_stride_s);
+            *(uint32_t *)(dq + c) = bf16 ? ckt_pack2_bf16(x2 * scale, x3 * scale) : ckt_pack2_f16(x2 * scale, x3 * scale);
+        }
+    }
+#else
+    const int sub = t % CKT__FB_ROW_LANES;
+    const int i = (int)ckt_block_idx_x() * CKT__FB_ROWS_PER_BLOCK + t / CKT__FB_ROW_LANES;
     if (i >= s.sq)
         return;
-    const float scale = a->scale > 0.0f ? a->scale : 1.0f / sqrtf((float)a->hdim_q);
     const float *dq_acc = (const float *)((const char *)a->workspace +
                                           ckt_fmha_bwd_meta_bytes(m->batch, m->grid, m->persistent));
     const int64_t nsplits = ckt_fmha_bwd_meta_nsplits(m)[b], ld = ckt_fmha_bwd_dq_ld(a->hdim_q);
@@ -390,6 +460,7 @@ CKT_INLINE CKT_DEVICE void ckt__fmha_bwd_convert_dq(const ckt_fmha_bwd_args *a, 
         }
         *(uint32_t *)(dq + c) = bf16 ? ckt_pack2_bf16(x0 * scale, x1 * scale) : ckt_pack2_f16(x0 * scale, x1 * scale);
     }
+#endif
 }
 
 /* >>device: the sinks' gradient (ckt_fmha_bwd_args.dsink), one block per
@@ -852,12 +923,13 @@ CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a,
         const int s_on = warp < SGM * SGN, v_on = warp < VGM * VGN, k_on = warp < KGM * KGN, q_on = warp < QGM * QGN;
 #endif
 
+        const int late = CKT__FB_LATE; /* where a step issues the next one's copies */
         for (int st = 0; st < nsteps; st++) {
             const int stg = CKT__FB_STAGES > 1 ? st & 1 : 0;
             ckt_cp_async_wait(0);
             ckt_block_sync(); /* step st's tiles have landed; step st-1 is done with P^T, dS^T */
             const int prefetch = CKT__FB_STAGES > 1 && st + 1 < nsteps;
-            if (prefetch) {
+            if (prefetch && !late) {
                 CKT__FB_ISSUE(nh, nq0, stg ^ 1);
 #if !CKT__FB_RASYNC
                 if (tid < BM) /* loaded now, stored after S^T / dP^T: the latency hides behind them */
@@ -964,7 +1036,7 @@ CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a,
                 ckt_warp_store_acc_b16(sdSt, dp_acc, sw_m, sw_n, SWM, SWN, 1.0f, bf16);
             }
 #if !CKT__FB_RASYNC
-            if (prefetch && tid < BM) {
+            if (prefetch && !late && tid < BM) {
                 CKT__FB_SROWS(stg ^ 1)[tid] = CKT__FB_LSE2(pre_l);
                 CKT__FB_SROWS(stg ^ 1)[BM + tid] = pre_d;
             }
@@ -991,6 +1063,18 @@ CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a,
                     ckt_warp_load_b_kn(qf, sQ, kk, wn, KSTEP, KWN);
                     ckt_warp_mma(dk_acc, sf, qf, KWM, KWN, KSTEP, bf16);
                 }
+            }
+            /* the next step's copies, late (CKT__FB_LATE): Q / dO of stage
+             * stg ^ 1 were last read by step st - 1, before this step's first barrier */
+            if (prefetch && late) {
+                CKT__FB_ISSUE(nh, nq0, stg ^ 1);
+#if !CKT__FB_RASYNC
+                if (tid < BM) { /* rows loaded and stored at once */
+                    CKT__FB_ROWS(nh, nq0, tid, pre_l, pre_d);
+                    CKT__FB_SROWS(stg ^ 1)[tid] = CKT__FB_LSE2(pre_l);
+                    CKT__FB_SROWS(stg ^ 1)[BM + tid] = pre_d;
+                }
+#endif
             }
             /* dQ[queries x D] += dS K, in column chunks of QC, into the workspace */
             if (q_on) {
@@ -1262,6 +1346,8 @@ static inline ckt_status CKT__FB_FN(_run)(const ckt_fmha_bwd_plan *plan, const c
 #undef CKT__FB_QC
 #undef CKT__FB_RASYNC
 #undef CKT_FMHA_BWD_ROWS_ASYNC
+#undef CKT__FB_LATE
+#undef CKT_FMHA_BWD_ISSUE_LATE
 #undef CKT__FB_GN
 #undef CKT__FB_GM
 #undef CKT__FB_GN_ANY
