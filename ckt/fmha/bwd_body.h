@@ -149,7 +149,7 @@
 /* the products over the query tile (dV, dK, dQ): their own knob (NVIDIA:
  * 2 k-steps a trip; H200 d128 b4 h16 s4096: full 246, 2 a trip 249 TFLOPS,
  * deterministic 220 -> 233; at d64 full unrolling, with the late copies of
- * CKT__FB_LATE below: 1.00-1.01x over 2 a trip, ptxas spilling 20 -> 0
+ * CKT__FB_LATE below: 1.00-1.02x over 2 a trip, ptxas spilling 16 -> 0
  * bytes) */
 #ifndef CKT_FMHA_BWD_UNROLL_D
 #if defined(CKT_HAS_MFMA)
