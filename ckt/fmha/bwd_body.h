@@ -387,6 +387,15 @@ CKT_INLINE CKT_DEVICE void ckt__fmha_bwd_dot_do_o(const ckt_fmha_bwd_args *a, in
         dsum[(int64_t)h * m->total_q_rows + ckt_fmha_bwd_meta_q_row_start(m)[b] + i] = acc;
 }
 
+/* dQ[row][c], dQ[row][c + 1] of query head h of entry b <- (x0, x1) * scale, in 16 bits. */
+CKT_INLINE CKT_DEVICE void ckt__fmha_bwd_store_dq2(const ckt_fmha_bwd_args *a, const ckt_fmha_seq *s, int b, int h,
+                                                   int64_t row, int c, float x0, float x1, float scale, int bf16)
+{
+    uint16_t *dq = (uint16_t *)a->dq + ckt_fmha_row_offset(a->group_mode, b, h, s->q_start + row, a->dq_stride_b,
+                                                          a->dq_stride_h, a->dq_stride_s);
+    *(uint32_t *)(dq + c) = bf16 ? ckt_pack2_bf16(x0 * scale, x1 * scale) : ckt_pack2_f16(x0 * scale, x1 * scale);
+}
+
 /* >>device: stage 3 — dQ = scale * sum over slots (in order), to 16 bits. */
 CKT_INLINE CKT_DEVICE void ckt__fmha_bwd_convert_dq(const ckt_fmha_bwd_args *a, int bf16)
 {
@@ -427,16 +436,10 @@ CKT_INLINE CKT_DEVICE void ckt__fmha_bwd_convert_dq(const ckt_fmha_bwd_args *a, 
         }
         if (c >= a->hdim_q)
             continue;
-        if (row < s.sq) {
-            uint16_t *dq = (uint16_t *)a->dq + ckt_fmha_row_offset(a->group_mode, b, h, s.q_start + row, a->dq_stride_b,
-                                                                  a->dq_stride_h, a->dq_stride_s);
-            *(uint32_t *)(dq + c) = bf16 ? ckt_pack2_bf16(x0 * scale, x1 * scale) : ckt_pack2_f16(x0 * scale, x1 * scale);
-        }
-        if (row + 8 < s.sq) {
-            uint16_t *dq = (uint16_t *)a->dq + ckt_fmha_row_offset(a->group_mode, b, h, s.q_start + row + 8,
-                                                                  a->dq_stride_b, a->dq_stride_h, a->dq_stride_s);
-            *(uint32_t *)(dq + c) = bf16 ? ckt_pack2_bf16(x2 * scale, x3 * scale) : ckt_pack2_f16(x2 * scale, x3 * scale);
-        }
+        if (row < s.sq)
+            ckt__fmha_bwd_store_dq2(a, &s, b, h, row, c, x0, x1, scale, bf16);
+        if (row + 8 < s.sq)
+            ckt__fmha_bwd_store_dq2(a, &s, b, h, row + 8, c, x2, x3, scale, bf16);
     }
 #else
     const int sub = t % CKT__FB_ROW_LANES;
