@@ -193,20 +193,20 @@
 
 /* Whether a step issues the next step's copies (two stages) after its dV /
  * dK products, just before dQ (1), or at its start (0). A tuning knob,
- * CKT_FMHA_BWD_ISSUE_LATE; 1 at d64. At the start, ptxas reused the copies'
- * address registers at once and the next instructions waited for the copies
- * to read them (ncu, H200: 5.7% of the stall samples at d64 s2048); after
- * dV / dK the products' ldmatrix reads have drained. Measured on the H200
- * (mma.sync kernel, bf16, s 2048-16384, 1 against 0, with UNROLL_D below):
- * d64 1.02-1.04x in both modes; d128 non-deterministic 1.03-1.05x but
- * deterministic 0.98-1.01x, which took the deterministic cost at causal s
- * 16384 from 13% to 16-20% (the issue's bound: 15%), so d128 keeps 0.
- * Issuing after the S^T / dP^T products (0.89-0.99x) or after the barrier
- * that follows them (1.00x) gained nothing. */
+ * CKT_FMHA_BWD_ISSUE_LATE. At the start, ptxas reused the copies' address
+ * registers at once and the next instructions waited for the copies to read
+ * them (ncu, H200: 5.7% of the stall samples at d64 s2048); after dV / dK
+ * the products' ldmatrix reads have drained. Measured on the H200 (mma.sync
+ * kernel, bf16, s 2048-16384, 1 against 0): d64 1.02-1.04x in both modes
+ * (with UNROLL_D above); d128 1.03-1.05x, deterministic 0.98-1.04x, its
+ * deterministic cost held <= 11% by the lane slots' initialization in the
+ * kernel (dq_first below). Issuing after the S^T / dP^T products
+ * (0.89-0.99x) or after the barrier that follows them (1.00x) gained
+ * nothing. */
 #ifdef CKT_FMHA_BWD_ISSUE_LATE
 #define CKT__FB_LATE CKT_FMHA_BWD_ISSUE_LATE
 #else
-#define CKT__FB_LATE (CKT__FB_D <= 64 && CKT__FB_DV <= 64)
+#define CKT__FB_LATE 1
 #endif
 
 /* dQ is computed in column chunks of at most 128 (registers) */
@@ -334,10 +334,18 @@ CKT_INLINE CKT_DEVICE uint16_t ckt__fmha_bwd_store16(float x, int bf16)
     return bf16 ? ckt_bf16_from_f32(x).bits : ckt_f16_from_f32(x).bits;
 }
 
+/* bytes (a multiple of 16) of zeros at p (16-byte aligned), by T threads
+ * (this one: t), 16-byte stores */
+CKT_INLINE CKT_DEVICE void ckt__fmha_bwd_zero(void *p, int64_t bytes, int t, int T)
+{
+    for (int64_t off = (int64_t)t * 16; off < bytes; off += 16 * (int64_t)T)
+        ckt_buffer_store_u32x4(p, bytes, off, ckt_u32x4_make(0u, 0u, 0u, 0u));
+}
+
 /* >>device: stage 1 — D = rowsum(dO * O), dQ accumulator zeroed.
  * Block (row block, head h, entry b); 8 lanes per row, 8 columns a lane per
  * step (16 bytes). */
-CKT_INLINE CKT_DEVICE void ckt__fmha_bwd_dot_do_o(const ckt_fmha_bwd_args *a, int bf16)
+CKT_INLINE CKT_DEVICE void ckt__fmha_bwd_dot_do_o(const ckt_fmha_bwd_args *a, int bf16, int lanes_by_kernel)
 {
     const ckt_fmha_bwd_meta *m = ckt__fmha_bwd_meta(a);
     if (!m)
@@ -360,11 +368,10 @@ CKT_INLINE CKT_DEVICE void ckt__fmha_bwd_dot_do_o(const ckt_fmha_bwd_args *a, in
         const int64_t rows = ckt_fmha_bwd_dq_rows(s.sq);
         const int64_t i1 = i0 + CKT__FB_ROWS_PER_BLOCK < rows ? i0 + CKT__FB_ROWS_PER_BLOCK : rows;
         const int64_t bytes = (i1 - i0) * ld * (int64_t)sizeof(float); /* a multiple of 16: ld % 8 == 0 */
-        for (int64_t sl = 0; sl < nsplits && i1 > i0; sl++) {
-            float *r = dq_acc + ckt_fmha_bwd_meta_dq_start(m)[b] + (sl * a->nhead_q + h) * mat + i0 * ld;
-            for (int64_t off = (int64_t)t * 16; off < bytes; off += 16 * CKT__FB_ROW_THREADS)
-                ckt_buffer_store_u32x4(r, bytes, off, ckt_u32x4_make(0u, 0u, 0u, 0u));
-        }
+        /* lanes_by_kernel: the lane schedule's slots are the mma.sync kernel's to initialize */
+        for (int64_t sl = 0; sl < nsplits && i1 > i0 && !(lanes_by_kernel && m->lanes > 0); sl++)
+            ckt__fmha_bwd_zero(dq_acc + ckt_fmha_bwd_meta_dq_start(m)[b] + (sl * a->nhead_q + h) * mat + i0 * ld, bytes,
+                               t, CKT__FB_ROW_THREADS);
     }
     /* every lane takes part in the shuffles: rows past the entry add 0 */
     const int valid = i < s.sq;
@@ -642,7 +649,14 @@ CKT_INLINE CKT_DEVICE void ckt__fmha_bwd_store_acc(uint16_t *p, int64_t ss, cons
 
 CKT_KERNEL_BOUNDS(CKT__FB_FN(_dot_do_o_kernel), ckt_fmha_bwd_args, a, CKT__FB_ROW_THREADS)
 {
-    ckt__fmha_bwd_dot_do_o(&a, CKT__FB_BF16);
+    ckt__fmha_bwd_dot_do_o(&a, CKT__FB_BF16, 0);
+}
+
+/* the same, leaving the lane schedule's dQ slots to the mma.sync kernel (its
+ * lean step initializes them: dq_first below) */
+CKT_KERNEL_BOUNDS(CKT__FB_FN(_dot_do_o_lanes_kernel), ckt_fmha_bwd_args, a, CKT__FB_ROW_THREADS)
+{
+    ckt__fmha_bwd_dot_do_o(&a, CKT__FB_BF16, 1);
 }
 
 CKT_KERNEL_BOUNDS(CKT__FB_FN(_convert_dq_kernel), ckt_fmha_bwd_args, a, CKT__FB_ROW_THREADS)
@@ -781,6 +795,27 @@ CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a,
             ckt_smem_tile_load_async(sK, &wk, BN, D, CKT__FB_T, tid);
             ckt_smem_tile_load_async(sV, &wv, BN, DV, CKT__FB_T, tid);
         }
+        /* the lane schedule: a lane's first key tile of a head (kt = the lane)
+         * stores its dQ into the lane's slot instead of adding it and zeroes
+         * the slot's rows outside its query tiles; the lane's later key tiles
+         * (after it, in this block) add to them. The same bits as adding onto
+         * zeros, without dot_do_o's pass over the slots
+         * (NAME_dot_do_o_lanes_kernel leaves them to this kernel). */
+#if CKT__FB_LEAN
+        const int dq_first = meta->lanes > 0 && kt < meta->lanes;
+        if (dq_first) {
+            const int64_t rows = ckt_fmha_bwd_dq_rows(sq.sq), row_bytes = dq_ld * (int64_t)sizeof(float);
+            const int64_t lo = nqt > 0 ? q_lo : 0, end = (int64_t)q_lo + (int64_t)nqt * BM;
+            const int64_t hi = nqt > 0 ? (end < rows ? end : rows) : 0;
+            for (int g = 0; g < group; g++) {
+                char *mat = (char *)(dq_acc + dq_base + ((int64_t)slot * a.nhead_q + hk * group + g) * dq_mat);
+                ckt__fmha_bwd_zero(mat, lo * row_bytes, tid, CKT__FB_T);
+                ckt__fmha_bwd_zero(mat + hi * row_bytes, (rows - hi) * row_bytes, tid, CKT__FB_T);
+            }
+        }
+#else
+        const int dq_first = 0;
+#endif
 
         /* the loads of a step (query head h_, query tile at row q0_) into stage stg_:
          * CKT__FB_ISSUE: the Q and dO tiles, asynchronously (committed);
@@ -1100,8 +1135,12 @@ CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a,
                      * other block touches, and each element is always added by
                      * the same thread, so the additions come in program order:
                      * a fixed order, the same bytes every run */
-                    ckt_warp_red_acc_f32(dqs, dq_ld, q_acc, q0 + wm, c0 + wn, QWM, QWN, sq.sq - q0 - wm,
-                                         a.hdim_q - c0 - wn);
+                    if (dq_first)
+                        ckt_warp_store_acc_f32(dqs, dq_ld, q_acc, q0 + wm, c0 + wn, QWM, QWN, sq.sq - q0 - wm,
+                                               a.hdim_q - c0 - wn);
+                    else
+                        ckt_warp_red_acc_f32(dqs, dq_ld, q_acc, q0 + wm, c0 + wn, QWM, QWN, sq.sq - q0 - wm,
+                                             a.hdim_q - c0 - wn);
                 }
             }
             if (CKT__FB_STAGES == 1 && st + 1 < nsteps) {
@@ -1270,8 +1309,15 @@ static inline ckt_status CKT__FB_FN(_run)(const ckt_fmha_bwd_plan *plan, const c
     const ckt_dim3 rows_grid = ckt_dim3_make((unsigned)CKT_CEIL_DIV(a->seqlen_q, CKT__FB_ROWS_PER_BLOCK),
                                              (unsigned)a->nhead_q, (unsigned)a->batch);
     const ckt_dim3 rows_block = ckt_dim3_make(CKT__FB_ROW_THREADS, 1, 1);
+    int wg = 0; /* the wgmma kernel instead of the mma.sync one */
+#if CKT__FB_WG
+    wg = CKT__FB_FN(_wg_wanted)(a);
+#endif
+    /* the lean mma.sync step initializes the lane schedule's dQ slots itself */
+    const ckt_kernel_ref dot_do_o = CKT__FB_LEAN && !wg ? CKT_KERNEL_REF(CKT__FB_FN(_dot_do_o_lanes_kernel))
+                                                        : CKT_KERNEL_REF(CKT__FB_FN(_dot_do_o_kernel));
     if (a->seqlen_q > 0)
-        CKT__FMHA_TRY(ckt_rt_launch(CKT_KERNEL_REF(CKT__FB_FN(_dot_do_o_kernel)), rows_grid, rows_block, 0, stream, a));
+        CKT__FMHA_TRY(ckt_rt_launch(dot_do_o, rows_grid, rows_block, 0, stream, a));
     /* a broadcast dbias: dS into the workspace's dS section, summed by dbias_reduce below */
     ckt_fmha_bwd_args k = *a;
     if (plan->traits.dbias_reduce) {
@@ -1292,7 +1338,7 @@ static inline ckt_status CKT__FB_FN(_run)(const ckt_fmha_bwd_plan *plan, const c
                                                              : CKT_KERNEL_REF(CKT__FB_FN(_dq_dk_dv_kernel));
     size_t dq_dk_dv_smem = CKT__FB_FN(_smem_bytes)();
 #if CKT__FB_WG
-    if (CKT__FB_FN(_wg_wanted)(a)) { /* Hopper: the wgmma kernel (same plan, tile and workspace) */
+    if (wg) { /* Hopper: the wgmma kernel (same plan, tile and workspace) */
         dq_dk_dv = CKT_KERNEL_REF(CKT__FB_FN(_dq_dk_dv_wg_kernel));
         dq_dk_dv_smem = CKT__FB_FN(_wg_smem_bytes);
     }

@@ -62,7 +62,10 @@
  *   otherwise: one block per unit (grid = the upper bound of units; blocks past
  *     total_units exit), dQ by fp32 atomics into slot 0.
  * dot_do_o zeroes dq_acc (every row a run reads) before dq_dk_dv runs, so a
- * prepared workspace serves any number of runs with the same lengths. The
+ * prepared workspace serves any number of runs with the same lengths; under
+ * the lane schedule the mma.sync kernel initializes the slots itself instead
+ * (each lane's first key tile of a head stores its dQ and zeroes the rest of
+ * its slot; ckt/fmha/bwd_body.h). The
  * prepares leave dq_acc as it is (zeroing it there too was redundant work on
  * every call of the one-call ckt_fmha_bwd).
  * The persistent partition (ckt__fmha_bwd_partition below): a unit also costs

@@ -563,6 +563,38 @@ CKT_INLINE CKT_DEVICE void ckt_warp_red_acc_f32(float *m, int64_t ld, const floa
 #endif
 }
 
+/* m[(row0 + r, col0 + c)] = acc: ckt_warp_red_acc_f32's tile and blocks,
+ * stored (16-byte vectors on mma.sync) instead of added. */
+CKT_INLINE CKT_DEVICE void ckt_warp_store_acc_f32(float *m, int64_t ld, const float *acc, int row0, int col0,
+                                                  int WM, int WN, int nrows, int ncols)
+{
+    int lane = (int)ckt_lane_id();
+#if defined(CKT_HAS_MMA_SYNC)
+    CKT_UNROLL
+    for (int mi = 0; mi < WM / 16; mi++) {
+        if (mi * 16 >= nrows)
+            break;
+        float *blk = m + ckt_acc_offset(ld, row0 + mi * 16, col0) + 4 * lane;
+        CKT_UNROLL
+        for (int ni = 0; ni < WN / 8; ni++) {
+            const float *c = &acc[(mi * (WN / 8) + ni) * 4];
+            if (ni * 8 < ncols)
+                ckt_buffer_store_u32x4(blk + ni * 128, 16, 0,
+                                       ckt_u32x4_make(ckt_bits_from_f32(c[0]), ckt_bits_from_f32(c[1]),
+                                                      ckt_bits_from_f32(c[2]), ckt_bits_from_f32(c[3])));
+        }
+    }
+#else
+    CKT_UNROLL
+    for (int i = 0; i < CKT_WARP_ACC_REGS(WM, WN); i++) {
+        int r, c;
+        ckt_warp_acc_coord(&r, &c, i, lane, WM, WN);
+        if (r < nrows && c < ncols)
+            m[ckt_acc_offset(ld, row0 + r, col0 + c)] = acc[i];
+    }
+#endif
+}
+
 #endif
 
 
