@@ -961,19 +961,20 @@ CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a,
         const int s_on = warp < SGM * SGN, v_on = warp < VGM * VGN, k_on = warp < KGM * KGN, q_on = warp < QGM * QGN;
 #endif
 
-        const int late = CKT__FB_LATE; /* where a step issues the next one's copies */
         for (int st = 0; st < nsteps; st++) {
             const int stg = CKT__FB_STAGES > 1 ? st & 1 : 0;
             ckt_cp_async_wait(0);
             ckt_block_sync(); /* step st's tiles have landed; step st-1 is done with P^T, dS^T */
             const int prefetch = CKT__FB_STAGES > 1 && st + 1 < nsteps;
-            if (prefetch && !late) {
+#if !CKT__FB_LATE /* the next step's copies at the start (CKT__FB_LATE) */
+            if (prefetch) {
                 CKT__FB_ISSUE(nh, nq0, stg ^ 1);
 #if !CKT__FB_RASYNC
                 if (tid < BM) /* loaded now, stored after S^T / dP^T: the latency hides behind them */
                     CKT__FB_ROWS(nh, nq0, tid, pre_l, pre_d);
 #endif
             }
+#endif
             const ckt_smem_tile sQ = CKT__FB_SQ(stg), sdO = CKT__FB_SDO(stg);
             const float *rows = CKT__FB_SROWS(stg);
 
@@ -1073,8 +1074,8 @@ CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a,
                 ckt_warp_store_acc_b16(sPt, s_acc, sw_m, sw_n, SWM, SWN, 1.0f, bf16);
                 ckt_warp_store_acc_b16(sdSt, dp_acc, sw_m, sw_n, SWM, SWN, 1.0f, bf16);
             }
-#if !CKT__FB_RASYNC
-            if (prefetch && !late && tid < BM) {
+#if !CKT__FB_RASYNC && !CKT__FB_LATE
+            if (prefetch && tid < BM) {
                 CKT__FB_SROWS(stg ^ 1)[tid] = CKT__FB_LSE2(pre_l);
                 CKT__FB_SROWS(stg ^ 1)[BM + tid] = pre_d;
             }
@@ -1104,7 +1105,8 @@ CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a,
             }
             /* the next step's copies, late (CKT__FB_LATE): Q / dO of stage
              * stg ^ 1 were last read by step st - 1, before this step's first barrier */
-            if (prefetch && late) {
+#if CKT__FB_LATE
+            if (prefetch) {
                 CKT__FB_ISSUE(nh, nq0, stg ^ 1);
 #if !CKT__FB_RASYNC
                 if (tid < BM) { /* rows loaded and stored at once */
@@ -1114,6 +1116,7 @@ CKT_INLINE CKT_DEVICE void CKT__FB_FN(_dq_dk_dv_body)(const ckt_fmha_bwd_args a,
                 }
 #endif
             }
+#endif
             /* dQ[queries x D] += dS K, in column chunks of QC, into the workspace */
             if (q_on) {
                 const int wm = (warp / QGN) * QWM, wn = (warp % QGN) * QWN;
@@ -1309,13 +1312,19 @@ static inline ckt_status CKT__FB_FN(_run)(const ckt_fmha_bwd_plan *plan, const c
     const ckt_dim3 rows_grid = ckt_dim3_make((unsigned)CKT_CEIL_DIV(a->seqlen_q, CKT__FB_ROWS_PER_BLOCK),
                                              (unsigned)a->nhead_q, (unsigned)a->batch);
     const ckt_dim3 rows_block = ckt_dim3_make(CKT__FB_ROW_THREADS, 1, 1);
-    int wg = 0; /* the wgmma kernel instead of the mma.sync one */
 #if CKT__FB_WG
-    wg = CKT__FB_FN(_wg_wanted)(a);
+    const int wg = CKT__FB_FN(_wg_wanted)(a); /* the wgmma kernel instead of the mma.sync one */
+#else
+    const int wg = 0;
 #endif
     /* the lean mma.sync step initializes the lane schedule's dQ slots itself */
-    const ckt_kernel_ref dot_do_o = CKT__FB_LEAN && !wg ? CKT_KERNEL_REF(CKT__FB_FN(_dot_do_o_lanes_kernel))
-                                                        : CKT_KERNEL_REF(CKT__FB_FN(_dot_do_o_kernel));
+#if CKT__FB_LEAN
+    const ckt_kernel_ref dot_do_o =
+        wg ? CKT_KERNEL_REF(CKT__FB_FN(_dot_do_o_kernel)) : CKT_KERNEL_REF(CKT__FB_FN(_dot_do_o_lanes_kernel));
+#else
+    const ckt_kernel_ref dot_do_o = CKT_KERNEL_REF(CKT__FB_FN(_dot_do_o_kernel));
+    (void)wg;
+#endif
     if (a->seqlen_q > 0)
         CKT__FMHA_TRY(ckt_rt_launch(dot_do_o, rows_grid, rows_block, 0, stream, a));
     /* a broadcast dbias: dS into the workspace's dS section, summed by dbias_reduce below */
