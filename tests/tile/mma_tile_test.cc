@@ -4,7 +4,10 @@
 // (ckt_warp_load_b_kn), the fp32 accumulator handed back through shared
 // memory by ckt_warp_store_acc_b16 (scaled, rounded to fp16); and
 // ckt_smem_tile_load_rows_async (a tile by pointer) on whole, partial, empty
-// and misaligned tiles. Both emulator profiles and the GPU.
+// and misaligned tiles; the fp32 accumulator-ordered matrix that the
+// backward's dQ lives in (ckt_acc_offset): ckt_warp_red_acc_f32 and
+// ckt_warp_store_acc_f32 on whole and partial tiles. Both emulator profiles
+// and the GPU.
 #include "ckt/host.h"
 #include "ckt/tile/mma.h"
 #include "ckt/tile/pipeline.h"
@@ -152,6 +155,78 @@ TEST(MmaTile, LoadRowsAsyncWholePartialEmptyMisaligned)
             }
         EXPECT_EQ(bad, 0);
     }
+}
+
+// ckt_warp_red_acc_f32 / ckt_warp_store_acc_f32 on an accumulator-ordered
+// AR x AC fp32 matrix (ckt_acc_offset), one warp, WM x WN tiles whose value
+// at tile element (r, c) is 1000 op + 100 r + c: a partial store at (16, 32),
+// a whole add at (0, 0) and a partial add at (32, 0), disjoint. Each op
+// touches whole accumulator blocks that start inside its nrows x ncols window
+// (mma.sync: 16 x 8; MFMA: single elements) and nothing else.
+enum { AR = 48, AC = 64, AWM = 32, AWN = 32 };
+
+struct AccOp {
+    int store, row0, col0, nrows, ncols;
+};
+const AccOp acc_ops[3] = {{1, 16, 32, 10, 9}, {0, 0, 0, AR, AC}, {0, 32, 0, 5, 3}};
+
+typedef struct {
+    float *m;
+    AccOp ops[3];
+} acc_params;
+
+CKT_KERNEL(acc_f32_kernel, acc_params, p)
+{
+    const int lane = (int)ckt_lane_id();
+    for (int op = 0; op < 3; op++) {
+        const AccOp o = p.ops[op];
+        float acc[CKT_WARP_ACC_REGS(AWM, AWN)];
+        for (int i = 0; i < CKT_WARP_ACC_REGS(AWM, AWN); i++) {
+            int r, c;
+            ckt_warp_acc_coord(&r, &c, i, lane, AWM, AWN);
+            acc[i] = (float)(1000 * op + 100 * r + c);
+        }
+        if (o.store)
+            ckt_warp_store_acc_f32(p.m, AC, acc, o.row0, o.col0, AWM, AWN, o.nrows, o.ncols);
+        else
+            ckt_warp_red_acc_f32(p.m, AC, acc, o.row0, o.col0, AWM, AWN, o.nrows, o.ncols);
+        ckt_block_sync();
+    }
+}
+
+TEST(MmaTile, AccumulatorOrderedAddAndStore)
+{
+    std::vector<float> init(AR * AC);
+    for (size_t i = 0; i < init.size(); i++)
+        init[i] = 0.25f * (float)(i % 7) - 3.0f;
+    tile_test::DevBuf<float> dm(init.size());
+    dm.upload(init);
+    acc_params p = {dm.p, {acc_ops[0], acc_ops[1], acc_ops[2]}};
+    ASSERT_EQ(tile_test::launch(CKT_KERNEL_REF(acc_f32_kernel), 1, CKT_WARP_SIZE, &p), CKT_SUCCESS)
+        << ckt_last_error();
+    const std::vector<float> got = dm.download();
+    std::vector<float> want = init;
+    for (int op = 0; op < 3; op++) {
+        const AccOp &o = acc_ops[op];
+        for (int r = 0; r < AWM; r++)
+            for (int c = 0; c < AWN; c++) {
+                // the block holding (r, c) starts inside the window
+                if (r / CKT_ACC_BLOCK_ROWS * CKT_ACC_BLOCK_ROWS >= o.nrows ||
+                    c / CKT_ACC_BLOCK_COLS * CKT_ACC_BLOCK_COLS >= o.ncols)
+                    continue;
+                float &w = want[(size_t)ckt_acc_offset(AC, o.row0 + r, o.col0 + c)];
+                const float v = (float)(1000 * op + 100 * r + c);
+                w = o.store ? v : w + v;
+            }
+    }
+    int bad = 0, touched = 0;
+    for (size_t i = 0; i < got.size(); i++) {
+        touched += want[i] != init[i];
+        if (got[i] != want[i] && bad++ < 5)
+            ADD_FAILURE() << "m[" << i << "] = " << got[i] << ", want " << want[i];
+    }
+    EXPECT_EQ(bad, 0);
+    EXPECT_GT(touched, AWM * AWN); // the whole add alone touches a tile
 }
 
 } // namespace
