@@ -113,6 +113,12 @@ CKT_INLINE CKT_HOST_DEVICE void ckt_fmha_split_range(int nblocks, int splits, in
 
 /* Threads of a combine block: one output row a block. */
 #define CKT_FMHA_COMBINE_THREADS 256
+/* Partial vectors a combine thread loads before the weights are known
+ * (ckt_fmha_splitkv_combine_row): 16 cover the automatic split counts at
+ * d128 (8 groups of 32 column threads, 128 splits). */
+#ifndef CKT_FMHA_COMBINE_PREFETCH
+#define CKT_FMHA_COMBINE_PREFETCH 16
+#endif
 /* Shared memory of a combine block (bytes): the row's split weights, a
  * float a warp for the reductions, 4 floats a thread for the split groups'
  * partial sums. */
@@ -159,7 +165,19 @@ CKT_INLINE CKT_DEVICE void ckt_fmha_splitkv_combine_row(uint16_t *out, float *ls
                                                         int splits, int hdim_v, float sink, int t, float *w,
                                                         float *red, float *part, int bf16)
 {
-    enum { T = CKT_FMHA_COMBINE_THREADS };
+    enum { T = CKT_FMHA_COMBINE_THREADS, PRE = CKT_FMHA_COMBINE_PREFETCH };
+    const int C = (hdim_v + 3) / 4, G = T / C; /* column threads, split groups */
+    const int c = t % C, g = t / C;
+    const float *o = o_acc + row * hdim_v + 4 * c;
+    const int64_t step = split_rows * hdim_v;
+    /* this thread's first PRE partial vectors (splits g, g + G, ...) in
+     * flight before the LSE reductions: they do not need the weights, so
+     * the loads and the reductions' barriers overlap (one round trip less
+     * for every PRE splits) */
+    ckt_u32x4 pre[PRE];
+    CKT_UNROLL
+    for (int k = 0; k < PRE; k++)
+        pre[k] = g < G && g + k * G < splits ? *(const ckt_u32x4 *)(o + (g + k * G) * step) : ckt_u32x4_make(0, 0, 0, 0);
     float m = -INFINITY;
     for (int s = t; s < splits; s += T) {
         const float l = lse_acc[s * split_rows + row];
@@ -180,14 +198,21 @@ CKT_INLINE CKT_DEVICE void ckt_fmha_splitkv_combine_row(uint16_t *out, float *ls
     ckt_block_sync();
     if (t == 0 && lse_out)
         *lse_out = lse;
-    const int C = (hdim_v + 3) / 4, G = T / C; /* column threads, split groups */
-    const int c = t % C, g = t / C;
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     if (g < G) {
-        const float *o = o_acc + row * hdim_v + 4 * c;
-        const int64_t step = split_rows * hdim_v;
+        /* in split order: the prefetched vectors, then the rest */
+        CKT_UNROLL
+        for (int k = 0; k < PRE; k++) {
+            if (g + k * G < splits) {
+                const float ws = w[g + k * G];
+                acc[0] += ws * ckt_f32_from_bits(pre[k].x);
+                acc[1] += ws * ckt_f32_from_bits(pre[k].y);
+                acc[2] += ws * ckt_f32_from_bits(pre[k].z);
+                acc[3] += ws * ckt_f32_from_bits(pre[k].w);
+            }
+        }
         CKT_UNROLL_BY(4)
-        for (int s = g; s < splits; s += G) {
+        for (int s = g + PRE * G; s < splits; s += G) {
             const float ws = w[s];
             const ckt_u32x4 x = *(const ckt_u32x4 *)(o + s * step); /* one 16-byte load */
             acc[0] += ws * ckt_f32_from_bits(x.x);
