@@ -190,7 +190,17 @@
 #else
 #define CKT__FMHA_SUPPORTED 1
 #define CKT__FMHA_KV_ONEBUF 0
+/* CKT_FMHA_SMEM_SWIZZLE 1 (a tuning knob, NVIDIA): the Q / K / V tiles in
+ * CKT_SMEM_SWIZZLE instead of rows padded by 16 bytes. cp.async into padded
+ * rows asks L2 for 1.5x the sectors it copies (ncu, H200: 24 a warp's
+ * 512 bytes, the ideal 16; the extra ones hit in L2); swizzled tiles ask for
+ * exactly the ideal. Memory-bound instances (decode) gain 5-12%; the
+ * compute-bound d128 forward lost 3-7% (docs/tile.md#shared-tiles). */
+#if defined(CKT_FMHA_SMEM_SWIZZLE) && CKT_FMHA_SMEM_SWIZZLE
+#define CKT__FMHA_LAYOUT CKT_SMEM_SWIZZLE
+#else
 #define CKT__FMHA_LAYOUT CKT_SMEM_PADDED
+#endif
 #endif
 #define CKT__FMHA_DV_IN (CKT__FMHA_FP8 ? CKT__FMHA_DV / 2 : CKT__FMHA_DV) /* V row: 16-bit units */
 #ifdef CKT_FMHA_WARPS /* optional tuning knobs */
@@ -297,6 +307,8 @@ CKT_STATIC_ASSERT(CKT__FMHA_DV % (32 * CKT__FMHA_VSPLIT) == 0 && CKT__FMHA_DVW <
                   "32 up to 256 (the O accumulator of a warp)");
 CKT_STATIC_ASSERT(CKT__FMHA_VSPLIT == 1 || !CKT__FMHA_PACK, "CKT_FMHA_VSPLIT > 1 does not pack GQA heads");
 CKT_STATIC_ASSERT(CKT__FMHA_STAGES >= 1, "CKT_FMHA_STAGES: 1 or more K/V stages");
+CKT_STATIC_ASSERT(CKT__FMHA_LAYOUT != CKT_SMEM_SWIZZLE || (CKT__FMHA_D % 64 == 0 && CKT__FMHA_DV % 64 == 0 && !CKT__FMHA_FP8),
+                  "CKT_FMHA_SMEM_SWIZZLE 1: 16-bit instances whose head dims are multiples of 64");
 #if defined(CKT_HAS_MFMA)
 #define CKT__FMHA_KSPLIT_OK 0 /* the transposed products: not written for it */
 #else
@@ -327,9 +339,11 @@ CKT_STATIC_ASSERT(!CKT__FMHA_FP8 || ((CKT_FMHA_DTYPE) == CKT_FP8_E4M3 && CKT__FM
 #define CKT__FMHA_RESCALE_ALWAYS 0
 #endif
 
-CKT_STATIC_ASSERT(CKT__FMHA_BN / (CKT__FMHA_THREADS / (CKT__FMHA_D / 8)) <= CKT_FMHA_PAGE_ROWS_MAX &&
-                      CKT__FMHA_BN / (CKT__FMHA_THREADS / (CKT__FMHA_DV / 8)) <= CKT_FMHA_PAGE_ROWS_MAX,
-                  "a thread would copy more than CKT_FMHA_PAGE_ROWS_MAX key rows of a paged tile (ckt/fmha/page.h)");
+CKT_STATIC_ASSERT(CKT__FMHA_THREADS >= CKT__FMHA_D / 8 && CKT__FMHA_THREADS >= CKT__FMHA_DV_IN / 8 &&
+                      CKT_CEIL_DIV(CKT__FMHA_BN, CKT__FMHA_THREADS / (CKT__FMHA_D / 8)) <= CKT_FMHA_PAGE_ROWS_MAX &&
+                      CKT_CEIL_DIV(CKT__FMHA_BN, CKT__FMHA_THREADS / (CKT__FMHA_DV_IN / 8)) <= CKT_FMHA_PAGE_ROWS_MAX,
+                  "paged tiles (ckt/fmha/page.h): the block copies whole K and V rows at once, at most "
+                  "CKT_FMHA_PAGE_ROWS_MAX rows a thread");
 CKT_STATIC_ASSERT(CKT__FMHA_BN % 16 == 0 && CKT__FMHA_BN <= 128,
                   "CKT_FMHA_BLOCK_N: a multiple of 16 up to 128 (dropout's keep bits of a row: 32, ckt/fmha/dropout.h)");
 CKT_STATIC_ASSERT(CKT_FMHA_ROW_SLOTS(CKT__FMHA_WM) <= CKT_FMHA_ROW_SLOTS_MAX,
@@ -918,4 +932,5 @@ static inline ckt_status CKT__FMHA_FN(_launch)(const ckt_fmha_fwd_args *a, ckt_s
 #undef CKT_FMHA_STAGES
 #undef CKT_FMHA_BLOCK_N
 #undef CKT_FMHA_S_UNROLL
+#undef CKT_FMHA_SMEM_SWIZZLE
 #undef CKT__FMHA_FN

@@ -124,49 +124,90 @@ CKT_INLINE CKT_HOST_DEVICE int64_t ckt_fmha_kv_row(const ckt_fmha_kv *kv, int pa
 }
 
 
-/* The most key rows one thread copies of a tile (ckt_fmha_page_load_kv_async:
- * R / (T / (C / 8)); 32 for the decode instances). */
+/* The most key rows one thread copies of a paged tile (ckt__fmha_page_copy:
+ * R / (T / (C / 8)), rounded up; 16 for the decode instances). */
 #define CKT_FMHA_PAGE_ROWS_MAX 32
 
-/* Thread tid's rows of the key tile at n0 (rows r0, r0 + rstep, ...: n of
- * them): their page ids (-1 past sk) and positions in the page. The page
- * walk is arithmetic (one division), so the id loads are independent and
- * issue together: one round trip a tile, not one a page crossed. */
-CKT_INLINE CKT_DEVICE void ckt__fmha_page_rows(int32_t *id, int *pos, const ckt_fmha_kv *kv, int page_size, int n0,
-                                               int r0, int rstep, int n)
+/* ckt__fmha_page_copy's rows that cross pages: a page id where each page
+ * begins. Out of line on NVIDIA (the rare page sizes; inlined, its four
+ * copies in the decode kernel cost the contiguous calls 2-5%: code size). */
+#if defined(__CUDA_ARCH__)
+#define CKT__FMHA_PAGE_WALK static __device__ __noinline__
+#else
+#define CKT__FMHA_PAGE_WALK CKT_INLINE CKT_DEVICE
+#endif
+CKT__FMHA_PAGE_WALK void ckt__fmha_page_walk(ckt_smem_tile s, const uint16_t *base, const int32_t *ids, int sk,
+                                             int page_size, int num_pages, int64_t page_stride,
+                                             int64_t row_stride, int j0, int p, int o, int r0, int RPT, int R,
+                                             int c, unsigned bytes)
 {
-    int j = n0 + r0;
-    int p = j / page_size, o = j - p * page_size;
-    CKT_UNROLL
-    for (int i = 0; i < n; i++) {
-        id[i] = j < kv->sk ? kv->ids[p] : -1;
-        pos[i] = o;
-        j += rstep;
-        o += rstep;
-        while (o >= page_size) { /* once for pages of >= rstep rows */
-            o -= page_size;
+    int32_t id = -1;
+    const uint16_t *g = base;
+    CKT_UNROLL /* one copy of this code a kernel: unrolled, the id loads issue together */
+    for (int i = 0; i < CKT_FMHA_PAGE_ROWS_MAX; i++) {
+        if (i >= RPT || r0 * RPT + i >= R) /* RPT rows, or fewer in a ragged last group */
+            break;
+        const int in = j0 + i < sk;
+        if (i == 0 || o == 0) { /* this row opens a page (of this thread's rows) */
+            id = in ? ids[p] : -1;
+            g = base + (int64_t)id * page_stride + (int64_t)o * row_stride + c;
+        }
+        const unsigned n = in && id >= 0 && id < num_pages ? bytes : 0u;
+        ckt_cp_async_16(ckt_smem_tile_ptr(s, r0 * RPT + i, c), n ? g : base, n);
+        g += row_stride;
+        if (++o == page_size) {
+            o = 0;
             p++;
         }
     }
 }
 
-/* The copies of one tile from the rows' page ids and positions. */
-CKT_INLINE CKT_DEVICE void ckt__fmha_page_copy(ckt_smem_tile s, const uint16_t *base, const int32_t *id, const int *pos,
-                                               int num_pages, int64_t page_stride, int64_t row_stride, int cols,
-                                               int R, int C, int T, int tid)
+/* The copies of the R x C tile of key rows n0 .. n0 + R of a paged pool
+ * (16-bit elements, cols of a row real) into s by T threads, 16-byte
+ * vectors (C / 8 a row). Thread tid's row group r0 = tid / (C / 8), one of
+ * G = T / (C / 8), takes RPT = R / G (rounded up) consecutive rows,
+ * r0 RPT .. r0 RPT + RPT - 1, at its vector column: a warp's copy is still
+ * two or more whole rows, and a thread's rows enter a new page only where
+ * the position in the page wraps. Rows all in one page (always when the
+ * page size is a multiple of RPT: 16 at the d128 decode instances, whose
+ * tiles start at multiples of the tile) take one id and a constant row
+ * step, like a contiguous tile. Else the page id is loaded where a page
+ * begins (and at the first row: one division finds that row's page), the
+ * row address carried down the page by the row stride; the walk is
+ * arithmetic, so the id loads issue together. (A row group striding the tile, rows
+ * r0, r0 + G, ..., loaded an id and made a 64-bit address a row: page 16
+ * decode ran at 60% of copy bandwidth, issue-bound on that integer work,
+ * ncu on H200.) Rows past kv->sk, rows on a bad page id and columns past
+ * cols (a multiple of 8) become zeros. */
+CKT_INLINE CKT_DEVICE void ckt__fmha_page_copy(ckt_smem_tile s, const uint16_t *base, const ckt_fmha_kv *kv,
+                                               int page_size, int num_pages, int64_t page_stride,
+                                               int64_t row_stride, int n0, int cols, int R, int C, int T, int tid)
 {
-    const int vpr = C / 8, r0 = tid / vpr, c = (tid % vpr) * 8, rstep = T / vpr;
-    const unsigned bytes = c < cols ? 16u : 0u; /* cols is a multiple of 8 */
-    if (T % vpr != 0 && r0 >= rstep)
+    const int vpr = C / 8, G = T / vpr, RPT = CKT_CEIL_DIV(R, G);
+    const int r0 = tid / vpr, c = (tid % vpr) * 8;
+    if (T % vpr != 0 && r0 >= G)
         return; /* T not a multiple of C / 8: the last threads have no row */
-    CKT_UNROLL
-    for (int i = 0; i < CKT_CEIL_DIV(R, rstep); i++) {
-        if (R % rstep != 0 && r0 + i * rstep >= R) /* rows r0 < rstep: only a ragged last step */
-            break;
-        const unsigned n = id[i] >= 0 && id[i] < num_pages ? bytes : 0u;
-        const uint16_t *g = base + (n ? (int64_t)id[i] * page_stride + (int64_t)pos[i] * row_stride + c : 0);
-        ckt_cp_async_16(ckt_smem_tile_ptr(s, r0 + i * rstep, c), g, n);
+    const unsigned bytes = c < cols ? 16u : 0u;
+    const int j0 = n0 + r0 * RPT; /* the key of the first row */
+    int p = j0 / page_size, o = j0 - p * page_size;
+    if (o + RPT <= page_size) {
+        /* the thread's rows lie in one page (pages of a multiple of RPT
+         * rows: always): one id, rows a constant stride apart, those
+         * past kv->sk or on a bad id zero-filled from an address inside
+         * the pool (a page has >= RPT rows) */
+        const int32_t id = j0 < kv->sk ? kv->ids[p] : -1;
+        const int ok = id >= 0 && id < num_pages;
+        const int left = kv->sk - j0, nrows = !ok ? 0 : left < RPT ? left : RPT;
+        const uint16_t *g = base + (ok ? (int64_t)id * page_stride + (int64_t)o * row_stride : 0) + c;
+        CKT_UNROLL
+        for (int i = 0; i < RPT; i++) {
+            if (R % G != 0 && r0 * RPT + i >= R)
+                break;
+            ckt_cp_async_16(ckt_smem_tile_ptr(s, r0 * RPT + i, c), g + (int64_t)i * row_stride, i < nrows ? bytes : 0u);
+        }
+        return;
     }
+    ckt__fmha_page_walk(s, base, kv->ids, kv->sk, page_size, num_pages, page_stride, row_stride, j0, p, o, r0, RPT, R, c, bytes);
 }
 
 /* The key tile at n0 when pages hold whole tiles (page size a multiple of
@@ -198,26 +239,17 @@ CKT_INLINE CKT_DEVICE ckt_window2d ckt_fmha_page_tile_window(const uint16_t *bas
  * ckt_smem_tile_load_async: rows past kv->sk, columns past cols_k / cols_v
  * and rows on a bad page id become zeros. The bases are the pools at this
  * head (k + hk * k_stride_h); a page is *_page_stride elements, a row in it
- * *_row_stride. K and V share the page walk when CK == CV. Needs T a
- * whole 16-byte vectors a row (C a multiple of 8) and at most
- * CKT_FMHA_PAGE_ROWS_MAX rows a thread; when T is not a multiple of C / 8
- * the last T % (C / 8) threads copy nothing. */
+ * *_row_stride. Needs whole 16-byte vectors a row (C a multiple of 8); when
+ * T is not a multiple of C / 8 the last T % (C / 8) threads copy nothing.
+ * V's walk loads the same ids as K's (L1 hits). */
 CKT_INLINE CKT_DEVICE void ckt_fmha_page_load_kv_async(ckt_smem_tile sk, ckt_smem_tile sv, const uint16_t *kbase,
                                                        const uint16_t *vbase, const ckt_fmha_kv *kv, int page_size,
                                                        int num_pages, int64_t k_page_stride, int64_t k_row_stride,
                                                        int64_t v_page_stride, int64_t v_row_stride, int n0,
                                                        int cols_k, int cols_v, int R, int CK, int CV, int T, int tid)
 {
-    int32_t id[CKT_FMHA_PAGE_ROWS_MAX];
-    int pos[CKT_FMHA_PAGE_ROWS_MAX];
-    const int rk = T / (CK / 8);
-    ckt__fmha_page_rows(id, pos, kv, page_size, n0, tid / (CK / 8), rk, CKT_CEIL_DIV(R, rk));
-    ckt__fmha_page_copy(sk, kbase, id, pos, num_pages, k_page_stride, k_row_stride, cols_k, R, CK, T, tid);
-    if (CV != CK) {
-        const int rv = T / (CV / 8);
-        ckt__fmha_page_rows(id, pos, kv, page_size, n0, tid / (CV / 8), rv, CKT_CEIL_DIV(R, rv));
-    }
-    ckt__fmha_page_copy(sv, vbase, id, pos, num_pages, v_page_stride, v_row_stride, cols_v, R, CV, T, tid);
+    ckt__fmha_page_copy(sk, kbase, kv, page_size, num_pages, k_page_stride, k_row_stride, n0, cols_k, R, CK, T, tid);
+    ckt__fmha_page_copy(sv, vbase, kv, page_size, num_pages, v_page_stride, v_row_stride, n0, cols_v, R, CV, T, tid);
 }
 
 #endif /* CKT_FMHA_PAGE_H */

@@ -17,6 +17,7 @@
 #define CKT_FMHA_WARPS CKT__DEC_WARPS
 #define CKT_FMHA_KSPLIT CKT__DEC_WARPS
 #define CKT_FMHA_WARP_ROWS 16
+#define CKT_FMHA_SMEM_SWIZZLE 1 /* NVIDIA: exact L2 sectors for the K/V copies */
 #ifdef CKT__DEC_BN
 #define CKT_FMHA_BLOCK_N CKT__DEC_BN
 #endif
@@ -29,6 +30,7 @@
 #define CKT_FMHA_WARPS CKT__DEC_WARPS
 #define CKT_FMHA_KSPLIT CKT__DEC_WARPS
 #define CKT_FMHA_WARP_ROWS 16
+#define CKT_FMHA_SMEM_SWIZZLE 1 /* NVIDIA: exact L2 sectors for the K/V copies */
 #ifdef CKT__DEC_BN
 #define CKT_FMHA_BLOCK_N CKT__DEC_BN
 #endif
