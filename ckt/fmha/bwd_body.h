@@ -234,12 +234,16 @@
 #define CKT__FB_GN(M, N)                                                                                     \
     (CKT__FB_OK(M, N, CKT__FB_BEST(M, N)) ? CKT__FB_W / CKT__FB_BEST(M, N) : CKT__FB_GN_ANY(M, N))
 
-/* shared memory, 16-bit elements, rows padded by 16 bytes (CKT_SMEM_PADDED:
- * ldmatrix free of bank conflicts, and addresses linear in the column, so
- * the unrolled loops use immediate offsets; measured 5% faster than the
- * swizzle at d128 on H200) */
+/* shared memory, 16-bit elements: at d128 rows padded by 16 bytes
+ * (CKT_SMEM_PADDED: ldmatrix free of bank conflicts, and addresses linear
+ * in the column, so the unrolled loops use immediate offsets; measured 5%
+ * faster than the swizzle on H200); at d64 swizzled (CKT_SMEM_SWIZZLE:
+ * cp.async into padded rows asks L2 for 1.5x the sectors, docs/tile.md;
+ * H200 0.5-1.6% faster at all 16 points of the bf16 grid, 2026-11-29) */
 #if defined(CKT_FMHA_BWD_LAYOUT) /* tuning knob */
 #define CKT__FB_LAYOUT CKT_FMHA_BWD_LAYOUT
+#elif CKT__FB_D <= 64 && CKT__FB_DV <= 64 && CKT__FB_D % 64 == 0 && CKT__FB_DV % 64 == 0 && defined(CKT_HAS_MMA_SYNC)
+#define CKT__FB_LAYOUT CKT_SMEM_SWIZZLE
 #else
 #define CKT__FB_LAYOUT CKT_SMEM_PADDED
 #endif

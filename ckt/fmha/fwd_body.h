@@ -195,7 +195,7 @@
  * rows asks L2 for 1.5x the sectors it copies (ncu, H200: 24 a warp's
  * 512 bytes, the ideal 16; the extra ones hit in L2); swizzled tiles ask for
  * exactly the ideal. Memory-bound instances (decode) gain 5-12%; the
- * compute-bound d128 forward lost 3-7% (docs/tile.md#shared-tiles). */
+ * compute-bound d128 forward lost 2-7% (docs/tile.md, "Shared memory: layouts and banks"). */
 #if defined(CKT_FMHA_SMEM_SWIZZLE) && CKT_FMHA_SMEM_SWIZZLE
 #define CKT__FMHA_LAYOUT CKT_SMEM_SWIZZLE
 #else
