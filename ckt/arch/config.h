@@ -46,6 +46,15 @@
 #define CKT_INLINE static inline __attribute__((always_inline))
 #endif
 
+/* A device function kept out of line on NVIDIA: for a rarely taken path
+ * whose inlined copies would grow a hot kernel's code (instruction cache).
+ * Inlined elsewhere (AMD: a call would cost scratch). */
+#if defined(CKT_BACKEND_NVIDIA)
+#define CKT_DEVICE_OUTLINE static __device__ __noinline__
+#else
+#define CKT_DEVICE_OUTLINE CKT_INLINE CKT_DEVICE
+#endif
+
 /* Fully unroll the next loop on GPUs (its trip count must be a compile-time
  * constant after inlining): `CKT_UNROLL for (int i = 0; i < N; i++) ...`.
  * Nothing on the CPU, where unrolling buys nothing for the emulator. */

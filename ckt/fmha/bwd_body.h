@@ -242,7 +242,7 @@
  * H200 0.5-1.6% faster at all 16 points of the bf16 grid, 2026-11-29) */
 #if defined(CKT_FMHA_BWD_LAYOUT) /* tuning knob */
 #define CKT__FB_LAYOUT CKT_FMHA_BWD_LAYOUT
-#elif CKT__FB_D <= 64 && CKT__FB_DV <= 64 && CKT__FB_D % 64 == 0 && CKT__FB_DV % 64 == 0 && defined(CKT_HAS_MMA_SYNC)
+#elif CKT__FB_D == 64 && CKT__FB_DV == 64 && defined(CKT_HAS_MMA_SYNC) /* swizzled rows: 128 bytes */
 #define CKT__FB_LAYOUT CKT_SMEM_SWIZZLE
 #else
 #define CKT__FB_LAYOUT CKT_SMEM_PADDED

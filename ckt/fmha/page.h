@@ -131,15 +131,10 @@ CKT_INLINE CKT_HOST_DEVICE int64_t ckt_fmha_kv_row(const ckt_fmha_kv *kv, int pa
 /* ckt__fmha_page_copy's rows that cross pages: a page id where each page
  * begins. Out of line on NVIDIA (the rare page sizes; inlined, its four
  * copies in the decode kernel cost the contiguous calls 2-5%: code size). */
-#if defined(__CUDA_ARCH__)
-#define CKT__FMHA_PAGE_WALK static __device__ __noinline__
-#else
-#define CKT__FMHA_PAGE_WALK CKT_INLINE CKT_DEVICE
-#endif
-CKT__FMHA_PAGE_WALK void ckt__fmha_page_walk(ckt_smem_tile s, const uint16_t *base, const int32_t *ids, int sk,
-                                             int page_size, int num_pages, int64_t page_stride,
-                                             int64_t row_stride, int j0, int p, int o, int r0, int RPT, int R,
-                                             int c, unsigned bytes)
+CKT_DEVICE_OUTLINE void ckt__fmha_page_walk(ckt_smem_tile s, const uint16_t *base, const int32_t *ids, int sk,
+                                            int page_size, int num_pages, int64_t page_stride,
+                                            int64_t row_stride, int j0, int p, int o, int r0, int RPT, int R,
+                                            int c, unsigned bytes)
 {
     int32_t id = -1;
     const uint16_t *g = base;
