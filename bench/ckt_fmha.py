@@ -20,8 +20,8 @@ Tensors may have any strides with a unit stride on the head dim (SDPA's
 allocated in the layout of q unless `out` is given. Failures raise
 CktError with the library's message naming the bad argument.
 
-FwdArgs / BwdArgs mirror ckt_fmha_fwd_args / ckt_fmha_bwd_args field by
-field; Lib() compares every field offset and the struct size with the
+FwdArgs / BwdArgs (python/ckt/_lib.py, imported) mirror ckt_fmha_fwd_args /
+ckt_fmha_bwd_args field by field; Lib() compares every field offset and the struct size with the
 library's (ckt_fmha_fwd_args_offset, ckt_fmha_bwd_args_offset) and refuses to
 run on a mismatch. The backward's workspace (ckt_fmha_bwd_workspace_bytes) is
 a torch uint8 tensor from PyTorch's caching allocator, allocated per call.
@@ -29,92 +29,20 @@ torch is imported only where tensors are used: the module imports without it.
 """
 import ctypes
 import os
+import sys
 
-# ckt_dtype (ckt/host/dtype.h) and ckt_fmha_mask (ckt/fmha/args.h)
-CKT_F32, CKT_F16, CKT_BF16 = 0, 1, 2
-MASK_NONE, MASK_CAUSAL_TOP_LEFT, MASK_CAUSAL_BOTTOM_RIGHT, MASK_WINDOW_TOP_LEFT, MASK_WINDOW_BOTTOM_RIGHT = range(5)
+# The argument structs, the enums and CktError are the Python package's
+# (python/ckt/_lib.py: ckt/fmha/args.h field by field), declared once.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from ckt._lib import (  # noqa: E402
+    CKT_BF16, CKT_F16, CKT_F32, MASK_CAUSAL_BOTTOM_RIGHT, MASK_CAUSAL_TOP_LEFT, MASK_NONE,
+    MASK_WINDOW_BOTTOM_RIGHT, MASK_WINDOW_TOP_LEFT, BwdArgs, CktError, FwdArgs)
 
-_i32, _i64, _f32, _ptr = ctypes.c_int, ctypes.c_int64, ctypes.c_float, ctypes.c_void_p
+__all__ = ["CKT_BF16", "CKT_F16", "CKT_F32", "MASK_CAUSAL_BOTTOM_RIGHT", "MASK_CAUSAL_TOP_LEFT", "MASK_NONE",
+           "MASK_WINDOW_BOTTOM_RIGHT", "MASK_WINDOW_TOP_LEFT", "BwdArgs", "CktError", "FwdArgs", "Lib",
+           "attention", "default_lib"]
 
-
-class FwdArgs(ctypes.Structure):
-    """ckt_fmha_fwd_args, in the order and with the types of ckt/fmha/args.h."""
-    _fields_ = [
-        ("q", _ptr), ("k", _ptr), ("v", _ptr),
-        ("o", _ptr),
-        ("lse", _ptr),
-        ("dtype", _i32),  # enum
-        ("batch", _i32), ("nhead_q", _i32), ("nhead_k", _i32),
-        ("seqlen_q", _i32), ("seqlen_k", _i32),
-        ("hdim_q", _i32), ("hdim_v", _i32),
-        ("q_stride_b", _i64), ("q_stride_h", _i64), ("q_stride_s", _i64),
-        ("k_stride_b", _i64), ("k_stride_h", _i64), ("k_stride_s", _i64),
-        ("v_stride_b", _i64), ("v_stride_h", _i64), ("v_stride_s", _i64),
-        ("o_stride_b", _i64), ("o_stride_h", _i64), ("o_stride_s", _i64),
-        ("lse_stride_b", _i64), ("lse_stride_h", _i64),
-        ("group_mode", _i32),
-        ("seqstart_q", _ptr), ("seqstart_k", _ptr),
-        ("seqlen_q_ptr", _ptr), ("seqlen_k_ptr", _ptr),
-        ("scale", _f32),
-        ("softcap", _f32),
-        ("mask", _i32),  # enum
-        ("window_left", _i32), ("window_right", _i32),
-        # inference: KV cache (paged or not) and split-KV
-        ("cache_batch_idx", _ptr), ("cache_batch", _i32),
-        ("page_size", _i32), ("num_pages", _i32),
-        ("block_table", _ptr), ("max_pages_per_seq", _i32),
-        ("kv_indptr", _ptr), ("kv_indices", _ptr), ("kv_last_page_len", _ptr),
-        ("num_splits", _i32),
-        ("workspace", _ptr), ("workspace_bytes", ctypes.c_size_t),
-        ("sink", _ptr),  # attention sinks: [nhead_q] fp32 logits
-        # dropout (ckt/fmha/dropout.h)
-        ("p_drop", ctypes.c_float), ("drop_seed", ctypes.c_uint64), ("drop_offset", ctypes.c_uint64),
-        ("drop_seed_offset", _ptr),
-        ("randval", _ptr), ("randval_stride_b", _i64), ("randval_stride_h", _i64), ("randval_stride_s", _i64),
-        # bias and ALiBi
-        ("bias", _ptr), ("bias_stride_b", _i64), ("bias_stride_h", _i64), ("bias_stride_s", _i64),
-        ("alibi_slopes", _ptr), ("alibi_stride_b", _i64),
-        # fp8 (dtype fp8 e4m3: o_dtype, descales, P scale)
-        ("o_dtype", _i32), ("descale_q", ctypes.c_float), ("descale_k", ctypes.c_float),
-        ("descale_v", ctypes.c_float), ("scale_p", ctypes.c_float),
-    ]
-
-
-class BwdArgs(ctypes.Structure):
-    """ckt_fmha_bwd_args, in the order and with the types of ckt/fmha/args.h."""
-    _fields_ = [
-        ("q", _ptr), ("k", _ptr), ("v", _ptr), ("o", _ptr), ("dout", _ptr),
-        ("lse", _ptr),
-        ("dq", _ptr), ("dk", _ptr), ("dv", _ptr),
-        ("dtype", _i32),  # enum
-        ("batch", _i32), ("nhead_q", _i32), ("nhead_k", _i32),
-        ("seqlen_q", _i32), ("seqlen_k", _i32),
-        ("hdim_q", _i32), ("hdim_v", _i32),
-    ] + [(f"{t}_stride_{x}", _i64) for t in ("q", "k", "v", "o", "do", "dq", "dk", "dv") for x in "bhs"] + [
-        ("lse_stride_b", _i64), ("lse_stride_h", _i64),
-        ("group_mode", _i32),
-        ("seqstart_q", _ptr), ("seqstart_k", _ptr),
-        ("seqlen_q_ptr", _ptr), ("seqlen_k_ptr", _ptr),
-        ("scale", _f32),
-        ("softcap", _f32),
-        ("mask", _i32),  # enum
-        ("window_left", _i32), ("window_right", _i32),
-        ("deterministic", _i32),
-        ("workspace", _ptr),
-        ("workspace_bytes", ctypes.c_size_t),
-        ("sink", _ptr), ("dsink", _ptr),  # attention sinks and their gradient
-        # dropout: the forward's, regenerated
-        ("p_drop", ctypes.c_float), ("drop_seed", ctypes.c_uint64), ("drop_offset", ctypes.c_uint64),
-        ("drop_seed_offset", _ptr),
-        # bias and ALiBi, and the bias's gradient
-        ("bias", _ptr), ("bias_stride_b", _i64), ("bias_stride_h", _i64), ("bias_stride_s", _i64),
-        ("alibi_slopes", _ptr), ("alibi_stride_b", _i64),
-        ("dbias", _ptr), ("dbias_stride_b", _i64), ("dbias_stride_h", _i64), ("dbias_stride_s", _i64),
-    ]
-
-
-class CktError(RuntimeError):
-    pass
+_i32, _ptr = ctypes.c_int, ctypes.c_void_p
 
 
 def _default_path():

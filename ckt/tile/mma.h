@@ -517,6 +517,68 @@ CKT_INLINE CKT_HOST_DEVICE int64_t ckt_acc_offset(int64_t ld, int r, int c)
 CKT_INLINE CKT_HOST_DEVICE int64_t ckt_acc_offset(int64_t ld, int r, int c) { return (int64_t)r * ld + c; }
 #endif
 
+/* One 4-float vector (mma.sync) or element (MFMA, the emulator's cdna
+ * profile) of an accumulator tile into m: added atomically (add) or stored. */
+CKT_INLINE CKT_DEVICE void ckt__acc_put_f32x4(float *p, const float *c, const int add)
+{
+    if (add)
+        ckt_atomic_add_f32x4(p, c[0], c[1], c[2], c[3]);
+    else
+        ckt_buffer_store_u32x4(p, 16, 0,
+                               ckt_u32x4_make(ckt_bits_from_f32(c[0]), ckt_bits_from_f32(c[1]),
+                                              ckt_bits_from_f32(c[2]), ckt_bits_from_f32(c[3])));
+}
+
+CKT_INLINE CKT_DEVICE void ckt__acc_put_f32(float *p, float x, const int add)
+{
+    if (add)
+        ckt_atomic_add_f32(p, x);
+    else
+        *p = x;
+}
+
+/* The walk of ckt_warp_red_acc_f32 and ckt_warp_store_acc_f32 (add: a
+ * constant where they call it): this lane's WM x WN accumulator tile at
+ * (row0, col0) of m, whole blocks where they start inside the nrows x
+ * ncols window (mma.sync), elements inside it (MFMA). */
+CKT_INLINE CKT_DEVICE void ckt__warp_put_acc_f32(float *m, int64_t ld, const float *acc, int row0, int col0, int WM,
+                                                 int WN, int nrows, int ncols, const int add)
+{
+    int lane = (int)ckt_lane_id();
+#if defined(CKT_HAS_MMA_SYNC)
+    /* the whole warp tile: no test a vector. The adds only: the stores
+     * keep the code they had before they shared this walk (the backward's
+     * sm_90a cubins byte for byte) */
+    if (add && nrows >= WM && ncols >= WN) {
+        float *blk = m + ckt_acc_offset(ld, row0, col0) + 4 * lane;
+        CKT_UNROLL
+        for (int mi = 0; mi < WM / 16; mi++)
+            CKT_UNROLL
+            for (int ni = 0; ni < WN / 8; ni++)
+                ckt__acc_put_f32x4(blk + ckt_acc_offset(ld, mi * 16, ni * 8), &acc[(mi * (WN / 8) + ni) * 4], add);
+        return;
+    }
+    CKT_UNROLL
+    for (int mi = 0; mi < WM / 16; mi++) {
+        if (mi * 16 >= nrows)
+            break;
+        float *blk = m + ckt_acc_offset(ld, row0 + mi * 16, col0) + 4 * lane;
+        CKT_UNROLL
+        for (int ni = 0; ni < WN / 8; ni++)
+            if (ni * 8 < ncols)
+                ckt__acc_put_f32x4(blk + ni * 128, &acc[(mi * (WN / 8) + ni) * 4], add);
+    }
+#else
+    CKT_UNROLL
+    for (int i = 0; i < CKT_WARP_ACC_REGS(WM, WN); i++) {
+        int r, c;
+        ckt_warp_acc_coord(&r, &c, i, lane, WM, WN);
+        if (r < nrows && c < ncols)
+            ckt__acc_put_f32(m + ckt_acc_offset(ld, row0 + r, col0 + c), acc[i], add);
+    }
+#endif
+}
+
 /* m[(row0 + r, col0 + c)] += acc (atomically, element by element) for this
  * lane's WM x WN accumulator tile at (row0, col0) of an accumulator-ordered
  * matrix m (row length ld, 16-byte aligned); row0 and col0 are multiples of
@@ -527,40 +589,7 @@ CKT_INLINE CKT_HOST_DEVICE int64_t ckt_acc_offset(int64_t ld, int r, int c) { re
 CKT_INLINE CKT_DEVICE void ckt_warp_red_acc_f32(float *m, int64_t ld, const float *acc, int row0, int col0, int WM,
                                                 int WN, int nrows, int ncols)
 {
-    int lane = (int)ckt_lane_id();
-#if defined(CKT_HAS_MMA_SYNC)
-    if (nrows >= WM && ncols >= WN) { /* the whole warp tile: no test a vector */
-        float *blk = m + ckt_acc_offset(ld, row0, col0) + 4 * lane;
-        CKT_UNROLL
-        for (int mi = 0; mi < WM / 16; mi++)
-            CKT_UNROLL
-            for (int ni = 0; ni < WN / 8; ni++) {
-                const float *c = &acc[(mi * (WN / 8) + ni) * 4];
-                ckt_atomic_add_f32x4(blk + ckt_acc_offset(ld, mi * 16, ni * 8), c[0], c[1], c[2], c[3]);
-            }
-        return;
-    }
-    CKT_UNROLL
-    for (int mi = 0; mi < WM / 16; mi++) {
-        if (mi * 16 >= nrows)
-            break;
-        float *blk = m + ckt_acc_offset(ld, row0 + mi * 16, col0) + 4 * lane;
-        CKT_UNROLL
-        for (int ni = 0; ni < WN / 8; ni++) {
-            const float *c = &acc[(mi * (WN / 8) + ni) * 4];
-            if (ni * 8 < ncols)
-                ckt_atomic_add_f32x4(blk + ni * 128, c[0], c[1], c[2], c[3]);
-        }
-    }
-#else
-    CKT_UNROLL
-    for (int i = 0; i < CKT_WARP_ACC_REGS(WM, WN); i++) {
-        int r, c;
-        ckt_warp_acc_coord(&r, &c, i, lane, WM, WN);
-        if (r < nrows && c < ncols)
-            ckt_atomic_add_f32(m + ckt_acc_offset(ld, row0 + r, col0 + c), acc[i]);
-    }
-#endif
+    ckt__warp_put_acc_f32(m, ld, acc, row0, col0, WM, WN, nrows, ncols, 1);
 }
 
 /* m[(row0 + r, col0 + c)] = acc: ckt_warp_red_acc_f32's tile and blocks,
@@ -568,31 +597,7 @@ CKT_INLINE CKT_DEVICE void ckt_warp_red_acc_f32(float *m, int64_t ld, const floa
 CKT_INLINE CKT_DEVICE void ckt_warp_store_acc_f32(float *m, int64_t ld, const float *acc, int row0, int col0,
                                                   int WM, int WN, int nrows, int ncols)
 {
-    int lane = (int)ckt_lane_id();
-#if defined(CKT_HAS_MMA_SYNC)
-    CKT_UNROLL
-    for (int mi = 0; mi < WM / 16; mi++) {
-        if (mi * 16 >= nrows)
-            break;
-        float *blk = m + ckt_acc_offset(ld, row0 + mi * 16, col0) + 4 * lane;
-        CKT_UNROLL
-        for (int ni = 0; ni < WN / 8; ni++) {
-            const float *c = &acc[(mi * (WN / 8) + ni) * 4];
-            if (ni * 8 < ncols)
-                ckt_buffer_store_u32x4(blk + ni * 128, 16, 0,
-                                       ckt_u32x4_make(ckt_bits_from_f32(c[0]), ckt_bits_from_f32(c[1]),
-                                                      ckt_bits_from_f32(c[2]), ckt_bits_from_f32(c[3])));
-        }
-    }
-#else
-    CKT_UNROLL
-    for (int i = 0; i < CKT_WARP_ACC_REGS(WM, WN); i++) {
-        int r, c;
-        ckt_warp_acc_coord(&r, &c, i, lane, WM, WN);
-        if (r < nrows && c < ncols)
-            m[ckt_acc_offset(ld, row0 + r, col0 + c)] = acc[i];
-    }
-#endif
+    ckt__warp_put_acc_f32(m, ld, acc, row0, col0, WM, WN, nrows, ncols, 0);
 }
 
 #endif
