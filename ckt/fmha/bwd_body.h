@@ -431,15 +431,16 @@ CKT_INLINE CKT_DEVICE void ckt__fmha_bwd_convert_dq(const ckt_fmha_bwd_args *a, 
     const int64_t rows = ckt_fmha_bwd_dq_rows(s.sq), mat = rows * ld, slot_stride = (int64_t)a->nhead_q * mat;
     const int64_t i1 = i0 + CKT__FB_ROWS_PER_BLOCK < rows ? i0 + CKT__FB_ROWS_PER_BLOCK : rows;
     const int64_t bytes = (i1 - i0) * ld * (int64_t)sizeof(float), slot_bytes = slot_stride * (int64_t)sizeof(float);
+    /* inside the workspace: ckt__fmha_bwd_meta checked that the packing's
+     * sizes fit it, and the block's rows [i0, i1) lie in each slot */
     const char *r = (const char *)(dq_acc + ckt_fmha_bwd_meta_dq_start(m)[b] + (int64_t)h * mat + i0 * ld);
-    const int64_t total = nsplits * slot_bytes; /* the bound of the buffer loads below */
     for (int64_t off = (int64_t)t * 16; off < bytes; off += 16 * CKT__FB_ROW_THREADS) {
         const int64_t j = off / 16, grp = j / (4 * ld), in = j % (4 * ld);
         const int64_t row = i0 + grp * 16 + (in % 32) / 4;
         const int c = (int)(in / 32) * 8 + 2 * (int)(in % 4);
         float x0 = 0.0f, x1 = 0.0f, x2 = 0.0f, x3 = 0.0f;
         for (int64_t sl = 0; sl < nsplits; sl++) {
-            const ckt_u32x4 v = ckt_buffer_load_u32x4(r, total, sl * slot_bytes + off);
+            const ckt_u32x4 v = *(const ckt_u32x4 *)(r + sl * slot_bytes + off);
             x0 += ckt_f32_from_bits(v.x);
             x1 += ckt_f32_from_bits(v.y);
             x2 += ckt_f32_from_bits(v.z);
