@@ -62,16 +62,22 @@ static inline size_t ckt_fmha_splitkv_workspace_bytes(int splits, int batch, int
     return ckt_fmha_splitkv_o_offset(splits, batch, nhead_q, seqlen_q) + rows * (size_t)hdim_v * sizeof(float);
 }
 
+/* A block's fixed work in key steps, for the automatic split count: its
+ * prologue, its partial's store and its share of the combine (fitted to
+ * H200 decode: the counts it picks filled one wave where 85%-full waves
+ * left 32/8 b1 16k-64k 4-5% slower, bench/results/). */
+#define CKT_FMHA_SPLIT_BLOCK_COST 2
+
 /* The automatic split count: 1 when the unsplit grid fills the device at
- * least twice, else the smallest count whose waves are >= 85% as full as
- * the best count's (FlashAttention's rule; FlashAttention stops at 80% of
- * one wave, which left decode grids of 1.3 waves 65% full: 32/8 heads x
- * batch 64 ran at 71% of copy bandwidth on H200). tiles: blocks of the unsplit grid
- * (batch x heads x query tiles); slots: blocks the device runs at once
- * (multiprocessors x blocks per multiprocessor); key_tiles: the key tiles
- * of a query tile (the longest entry's); at most max_splits, and never so
- * many that a split has no key tile or that two counts give the same
- * tiles per split. */
+ * least twice; else the count with the shortest modelled time, waves x
+ * (key tiles a split + CKT_FMHA_SPLIT_BLOCK_COST), the smallest on a tie.
+ * (FlashAttention's rule, the smallest count whose waves are 80-85% as
+ * full as the best, picked 14-15 splits for 8 tiles on 132 slots: one wave
+ * of 112-120 blocks whose splits are 7-14% longer than 16's.) tiles: blocks
+ * of the unsplit grid (batch x heads x query tiles); slots: blocks the
+ * device runs at once (multiprocessors x blocks per multiprocessor);
+ * key_tiles: the key tiles of a query tile (the longest entry's); at most
+ * max_splits, and never more than the key tiles or the slots. */
 static inline int ckt_fmha_splitkv_heuristic(int64_t tiles, int slots, int key_tiles, int max_splits)
 {
     if (tiles <= 0 || slots <= 0 || key_tiles <= 1 || tiles >= 2 * (int64_t)slots)
@@ -81,20 +87,17 @@ static inline int ckt_fmha_splitkv_heuristic(int64_t tiles, int slots, int key_t
         most = slots;
     if (most > CKT_FMHA_MAX_SPLITS)
         most = CKT_FMHA_MAX_SPLITS;
-    /* a count that does not shorten the splits against one less is never
-     * worth it: only the others compete (for the best, too) */
-    double eff[CKT_FMHA_MAX_SPLITS + 1];
-    double best = 0.0;
+    int best = 1;
+    int64_t best_cost = -1;
     for (int s = 1; s <= most; s++) {
-        const double waves = (double)(tiles * s) / slots;
-        const int eligible = s == 1 || CKT_CEIL_DIV(key_tiles, s) != CKT_CEIL_DIV(key_tiles, s - 1);
-        eff[s] = eligible ? waves / ceil(waves) : -1.0;
-        best = eff[s] > best ? eff[s] : best;
+        const int64_t waves = CKT_CEIL_DIV(tiles * s, (int64_t)slots);
+        const int64_t cost = waves * (CKT_CEIL_DIV(key_tiles, s) + CKT_FMHA_SPLIT_BLOCK_COST);
+        if (best_cost < 0 || cost < best_cost) {
+            best = s;
+            best_cost = cost;
+        }
     }
-    for (int s = 1; s <= most; s++)
-        if (eff[s] >= 0.85 * best)
-            return s;
-    return 1;
+    return best;
 }
 
 /* Split `split`'s share of nblocks key tiles: tiles first .. first + count

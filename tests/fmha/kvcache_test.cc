@@ -691,23 +691,33 @@ TEST(KvCacheSplit, SameBytesUnderOtherSchedulesAndCloseToUnsplit)
 // The automatic count: 1 when the grid fills the device, more for a decode
 // grid, never more than the key tiles, and it beats neither nothing nor the
 // maximum by construction (measured in bench/, docs/fmha_inference.md).
+// The model: waves x (key tiles a split + CKT_FMHA_SPLIT_BLOCK_COST).
 TEST(KvCacheSplit, Heuristic)
 {
+    ASSERT_EQ(CKT_FMHA_SPLIT_BLOCK_COST, 2); // the cases below are worked out for it
     EXPECT_EQ(ckt_fmha_splitkv_heuristic(10000, 264, 64, 128), 1);  // prefill: full grid
     EXPECT_EQ(ckt_fmha_splitkv_heuristic(32, 264, 1, 128), 1);      // one key tile
-    const int s = ckt_fmha_splitkv_heuristic(32, 264, 1024, 128); // decode b1 h32, 64k keys
-    EXPECT_GT(s, 1);
-    EXPECT_LE(s, 128);
-    EXPECT_GE((double)(32 * s) / 264, 0.85 * 0.85) << s; // fills most of a wave
+    // decode b1 h32, 64k keys: 8 splits, one wave of 256 blocks (1 x 130)
+    // against 16 (2 waves x 66) or 33 (4 x 34)
+    EXPECT_EQ(ckt_fmha_splitkv_heuristic(32, 264, 1024, 128), 8);
     EXPECT_LE(ckt_fmha_splitkv_heuristic(8, 264, 3, 128), 3);
-    // 8 tiles on 396 slots, 64 key tiles: every count past 32 gives 2 tiles a
-    // split; the best of the counts that shorten the splits wins (32)
+    // 8 tiles on 132 slots (32/8 heads, batch 1, on H200), 512 key tiles:
+    // 16 splits fill the wave with 128 blocks; 14-15 (a wave 85-91% full,
+    // the old rule's pick) make each split longer (37 or 35 tiles vs 32)
+    EXPECT_EQ(ckt_fmha_splitkv_heuristic(8, 132, 512, 128), 16);
+    // 8 tiles on 396 slots, 64 key tiles: 32 to 49 splits all give 2 tiles a
+    // split in one wave: the smallest wins
     EXPECT_EQ(ckt_fmha_splitkv_heuristic(8, 396, 64, 128), 32);
-    // 1.3 waves unsplit (decode 32/8 heads x batch 64 on H200): split until
-    // the waves are >= 85% full; two waves or more: never
-    EXPECT_EQ(ckt_fmha_splitkv_heuristic(512, 396, 64, 128), 2);
+    // 1.3 waves unsplit (512 tiles, 396 slots): 2 waves x 66 unsplit, 3 x 34
+    // at 2 splits, 4 x 24 at 3, 6 x 18 at 4
+    EXPECT_EQ(ckt_fmha_splitkv_heuristic(512, 396, 64, 128), 3);
+    // two waves or more: never; 1.92 waves: 2 x 66 unsplit against 4 x 34
     EXPECT_EQ(ckt_fmha_splitkv_heuristic(792, 396, 64, 128), 1);
-    EXPECT_EQ(ckt_fmha_splitkv_heuristic(760, 396, 64, 128), 1); // 1.92 waves: 96% full already
+    EXPECT_EQ(ckt_fmha_splitkv_heuristic(760, 396, 64, 128), 1);
+    // never more than max_splits, the key tiles or the slots
+    EXPECT_EQ(ckt_fmha_splitkv_heuristic(1, 132, 16384, 128), 128);
+    EXPECT_EQ(ckt_fmha_splitkv_heuristic(1, 132, 20, 128), 20);
+    EXPECT_EQ(ckt_fmha_splitkv_heuristic(1, 40, 16384, 128), 40);
     int first, count;
     ckt_fmha_split_range(10, 4, 3, &first, &count);
     EXPECT_EQ(first, 9);
