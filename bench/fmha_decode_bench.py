@@ -18,7 +18,10 @@ the pool), num_splits automatic (and, with --splits auto,1,max, one split
 and the most splits, to show the heuristic's choice against both).
 Bandwidth: the bytes of K and V read once (batch x context x kv heads x
 (d + d_v) x 2) over the median time; "copy" is a device-to-device copy of
-1 GiB timed the same way, so "% copy" compares both on this device now.
+1 GiB timed the same way, so "% copy" compares both on this device now;
+"samecp%" times a copy that moves as many bytes as the point reads (half
+read, half written) against ckt's time: at small points, where one kernel's
+launch and ramp-up weigh, it is what a single kernel of that size reaches.
 SDPA runs the contiguous cache with enable_gqa (its flash backend may
 decline a shape: then "-"). With --prefill: the paged-cache prefill check
 (b 4, s 4096, causal, page 128) against ckt's own contiguous forward.
@@ -142,7 +145,7 @@ def main():
     print(f"device {torch.cuda.get_device_name()}  copy {copy:.0f} GB/s (1 GiB device-to-device)")
     out_json = open(args.json, "a") if args.json else None
     hdr = f"{'heads':>6} {'b':>3} {'ctx':>7} {'page':>5} {'splits':>7} {'ms':>8} {'GB/s':>7} {'%copy':>6}" \
-          f" {'flash%':>7} {'cudnn%':>7}  maxdiff"
+          f" {'flash%':>7} {'cudnn%':>7} {'samecp%':>7}  maxdiff"
     print(hdr)
     modes = args.splits.split(",")
     for heads in args.heads.split(","):
@@ -154,6 +157,12 @@ def main():
                 q = torch.randn((batch, args.sq, h, d), dtype=dtype, device="cuda", generator=gen)
                 kv_bytes = batch * ctx * hk * 2 * d * 2
                 sdpa_ms = {}
+                # a device-to-device copy that moves as many bytes (kv_bytes / 2
+                # read, as many written): the time one kernel of this size takes
+                src = torch.empty(kv_bytes // 4, dtype=torch.float16, device="cuda")
+                dst = torch.empty_like(src)
+                same_copy_ms = timed(lambda: dst.copy_(src), args.warmup, args.repeat, flush)
+                del src, dst
                 for page in (int(x) for x in args.pages.split(",")):
                     cache = Cache(batch, ctx, hk, d, page, dtype, gen)
                     kc, vc = cache.contiguous()
@@ -192,12 +201,14 @@ def main():
                             return f"{t / ms:7.2f}" if t else f"{'-':>7}"
                         print(f"{heads:>6} {batch:>3} {ctx:>7} {page or '-':>5} {str(used) + ('*' if mode == 'auto' else ''):>7}"
                               f" {ms:8.4f} {gbs:7.0f} {100 * gbs / copy:5.1f}% {ratio('flash')} {ratio('cudnn')}"
+                              f" {100 * same_copy_ms / ms:6.1f}%"
                               f"  {diff:.3g}", flush=True)
                         if out_json:
                             out_json.write(json.dumps(dict(kind="decode", d=d, heads=heads, batch=batch, ctx=ctx, page=page,
                                                            mode=mode, splits=used, ms=ms, gbs=gbs, copy_gbs=copy,
                                                            sdpa_flash_ms=sdpa_ms.get("flash"),
-                                                           sdpa_cudnn_ms=sdpa_ms.get("cudnn"), maxdiff=diff)) + "\n")
+                                                           sdpa_cudnn_ms=sdpa_ms.get("cudnn"), same_copy_ms=same_copy_ms,
+                                                           maxdiff=diff)) + "\n")
                     del cache
                 torch.cuda.empty_cache()
     if args.prefill:

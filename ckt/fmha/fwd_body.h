@@ -273,7 +273,26 @@
 /* CKT_FMHA_KSPLIT: the warps' partial states meet in the same space after the loop */
 #define CKT__FMHA_MERGE_BYTES                                                                      \
     (CKT__FMHA_KSPLIT > 1 ? (size_t)CKT__FMHA_WARPS * CKT_FMHA_MERGE_FLOATS(CKT__FMHA_WM, CKT__FMHA_DVW) * 4 : 0)
-#define CKT__FMHA_SMEM_BYTES (CKT__FMHA_TILES_BYTES > CKT__FMHA_MERGE_BYTES ? CKT__FMHA_TILES_BYTES : CKT__FMHA_MERGE_BYTES)
+/* paged pools whose pages hold no whole key tiles: a row table a stage
+ * after the tiles (ckt/fmha/page.h), in the GQA-packed (decode) instances
+ * where the ring is asynchronous. (The prefill _kv instances keep the page
+ * walk: they run at the 255-register cap, and the table's code left the
+ * d128 one's dropout kernel 132 bytes of spills, nvcc 13.) */
+#if CKT__FMHA_KVC && CKT__FMHA_STAGES >= 2 && CKT__FMHA_PACK
+#define CKT__FMHA_PAGE_TABLE 1
+#define CKT__FMHA_PT_ROWS CKT_CEIL_DIV(CKT__FMHA_BN, CKT__FMHA_THREADS) /* table rows a thread writes */
+/* the consecutive rows a thread copies of a C-column tile (ckt__fmha_page_copy) */
+#define CKT__FMHA_PT_RPT(C) CKT_CEIL_DIV(CKT__FMHA_BN, CKT__FMHA_THREADS / ((C) / 8))
+#define CKT__FMHA_PT_BYTES ((size_t)CKT__FMHA_STAGES * CKT_FMHA_PAGE_TABLE_BYTES(CKT__FMHA_BN))
+#else
+#define CKT__FMHA_PAGE_TABLE 0
+#define CKT__FMHA_PT_ROWS 1
+#define CKT__FMHA_PT_RPT(C) 1
+#define CKT__FMHA_PT_BYTES ((size_t)0)
+#endif
+#define CKT__FMHA_SMEM_BYTES                                                                                   \
+    (CKT__FMHA_TILES_BYTES + CKT__FMHA_PT_BYTES > CKT__FMHA_MERGE_BYTES ? CKT__FMHA_TILES_BYTES + CKT__FMHA_PT_BYTES \
+                                                                       : CKT__FMHA_MERGE_BYTES)
 #define CKT__FMHA_BF16 ((CKT__FMHA_OUT) == CKT_BF16) /* the output's (and 16-bit inputs') type */
 #define CKT__FMHA_MMA_IN (CKT__FMHA_FP8 ? CKT_MMA_E4M3 : CKT__FMHA_BF16) /* ckt_warp_mma's kind */
 /* the kernels exist where the target has a warp MMA; fp8's MMA traps in
@@ -448,6 +467,12 @@ CKT_INLINE CKT_DEVICE void CKT__FMHA_FN(_body)(const ckt_fmha_fwd_args a, const 
 #define CKT__FMHA_SK(st) ckt_smem_tile_make(smem + CKT__FMHA_Q_ELEMS + (st) * (CKT__FMHA_K_ELEMS + CKT__FMHA_V_ELEMS), CKT__FMHA_LAYOUT, D)
 #define CKT__FMHA_SV(st) ckt_smem_tile_make(smem + CKT__FMHA_Q_ELEMS + (st) * (CKT__FMHA_K_ELEMS + CKT__FMHA_V_ELEMS) + (CKT__FMHA_KV_ONEBUF ? 0 : CKT__FMHA_K_ELEMS), CKT__FMHA_LAYOUT, CKT__FMHA_DV_IN)
 #define CKT__FMHA_SVT ckt_smem_tile_make(smem + CKT__FMHA_Q_ELEMS + CKT__FMHA_STAGES * (CKT__FMHA_K_ELEMS + CKT__FMHA_V_ELEMS), CKT_SMEM_PADDED, BN / 2)
+/* stage st's row table (ckt/fmha/page.h): K's BN row offsets, then V's */
+#define CKT__FMHA_PT(st) ((int64_t *)(void *)((char *)smem + CKT__FMHA_TILES_BYTES) + (st) * 2 * BN)
+/* the row table of the tile at n0 into stage st's, from its ids */
+#define CKT__FMHA_PT_WRITE(st, ids, n0)                                                                         \
+    ckt_fmha_page_table_write(CKT__FMHA_PT(st), ids, pg.page_size, pg.num_pages, a.k_stride_b, a.k_stride_s,     \
+                              a.v_stride_b, a.v_stride_s, n0, BN, CKT__FMHA_THREADS, tid, CKT__FMHA_PT_ROWS)
 /* K/V tile at the windows' origin into stage st from source src (a
  * constant in the key loop): 0 the contiguous tile, 1 a paged pool
  * (ckt/fmha/page.h: one page id a tile when pages hold whole tiles, else a
@@ -462,6 +487,10 @@ CKT_INLINE CKT_DEVICE void CKT__FMHA_FN(_body)(const ckt_fmha_fwd_args a, const 
                                                                a.v_stride_b, a.v_stride_s, (int)wv.row0, a.hdim_v); \
             ckt_smem_tile_load_async(CKT__FMHA_SK(st), &pk_, BN, D, CKT__FMHA_THREADS, tid);                    \
             ckt_smem_tile_load_async(CKT__FMHA_SV(st), &pv_, BN, CKT__FMHA_DV_IN, CKT__FMHA_THREADS, tid);      \
+        } else if ((src) == 1 && CKT__FMHA_PAGE_TABLE && page_rows) { /* offsets from the stage's row table */ \
+            ckt_fmha_page_table_copy(CKT__FMHA_SK(st), kp, CKT__FMHA_PT(st), a.hdim_q, BN, D, CKT__FMHA_THREADS, tid); \
+            ckt_fmha_page_table_copy(CKT__FMHA_SV(st), vp, CKT__FMHA_PT(st) + BN, a.hdim_v, BN, CKT__FMHA_DV_IN,   \
+                                     CKT__FMHA_THREADS, tid);                                                    \
         } else if ((src) == 1) {                                                                                \
             ckt_fmha_page_load_kv_async(CKT__FMHA_SK(st), CKT__FMHA_SV(st), kp, vp, &kv, pg.page_size,            \
                                         pg.num_pages, a.k_stride_b, a.k_stride_s, a.v_stride_b, a.v_stride_s,   \
@@ -477,6 +506,21 @@ CKT_INLINE CKT_DEVICE void CKT__FMHA_FN(_body)(const ckt_fmha_fwd_args a, const 
 #define CKT__FMHA_LOAD_K() ckt_smem_tile_load_async(CKT__FMHA_SK(0), &wk, BN, D, CKT__FMHA_THREADS, tid)
 #define CKT__FMHA_LOAD_V() ckt_smem_tile_load_async(CKT__FMHA_SV(0), &wv, BN, DV, CKT__FMHA_THREADS, tid)
 
+    /* pages that hold no whole key tiles and that cut a thread's rows
+     * (sizes that are no multiple of the rows a thread copies, RPT: 16 at
+     * d128; the others take one page id a thread, ckt__fmha_page_copy):
+     * the row tables of the first STAGES tiles (the loop writes each later
+     * one a step ahead) */
+    const int page_rows = CKT__FMHA_PAGE_TABLE && kv.ids && !page_tiles &&
+                          (pg.page_size % CKT__FMHA_PT_RPT(D) != 0 || pg.page_size % CKT__FMHA_PT_RPT(CKT__FMHA_DV_IN) != 0);
+    if (CKT__FMHA_PAGE_TABLE && page_rows) {
+        for (int st = 0; st < CKT__FMHA_STAGES && st < nblocks; st++) {
+            int32_t ids_[CKT__FMHA_PT_ROWS];
+            ckt_fmha_page_table_ids(ids_, &kv, pg.page_size, n_lo + st * BN, BN, CKT__FMHA_THREADS, tid, CKT__FMHA_PT_ROWS);
+            CKT__FMHA_PT_WRITE(st, ids_, n_lo + st * BN);
+        }
+        ckt_block_sync();
+    }
     /* Q and the first K/V tile in flight */
     if (CKT__FMHA_PACK)
         ckt_fmha_pack_load_q_async(sQ, qp, a.q_stride_h, a.q_stride_s, g, sq.sq, m0, a.hdim_q, BM, D, CKT__FMHA_THREADS, tid);
@@ -589,6 +633,8 @@ CKT_INLINE CKT_DEVICE void CKT__FMHA_FN(_body)(const ckt_fmha_fwd_args a, const 
 #undef CKT__FMHA_SK
 #undef CKT__FMHA_SV
 #undef CKT__FMHA_SVT
+#undef CKT__FMHA_PT
+#undef CKT__FMHA_PT_WRITE
 #undef CKT__FMHA_LOAD_KV_FROM
 #undef CKT__FMHA_LOAD_K
 #undef CKT__FMHA_LOAD_V
@@ -897,6 +943,10 @@ static inline ckt_status CKT__FMHA_FN(_launch)(const ckt_fmha_fwd_args *a, ckt_s
 #undef CKT__FMHA_KSPLIT_OK
 #undef CKT__FMHA_BNW
 #undef CKT__FMHA_TILES_BYTES
+#undef CKT__FMHA_PAGE_TABLE
+#undef CKT__FMHA_PT_ROWS
+#undef CKT__FMHA_PT_RPT
+#undef CKT__FMHA_PT_BYTES
 #undef CKT__FMHA_MERGE_BYTES
 #undef CKT__FMHA_SUPPORTED
 #undef CKT__FMHA_KV_ONEBUF

@@ -26,6 +26,18 @@
             if (CKT__FMHA_STAGES > 2 || nb + 1 < nblocks)
                 ckt_pipe_commit();
         }
+#if CKT__FMHA_KV_SRC == 1 && CKT__FMHA_PAGE_TABLE
+        /* pages without whole tiles: the page ids of tile nb + STAGES, for
+         * its row table at the end of this step (ckt/fmha/page.h) */
+        int32_t pt_ids[CKT__FMHA_PT_ROWS];
+        CKT_UNROLL
+        for (int k = 0; k < CKT__FMHA_PT_ROWS; k++)
+            pt_ids[k] = -1;
+        const int pt_next = page_rows && nb + CKT__FMHA_STAGES < nblocks;
+        if (pt_next)
+            ckt_fmha_page_table_ids(pt_ids, &kv, pg.page_size, n0 + CKT__FMHA_STAGES * BN, BN, CKT__FMHA_THREADS, tid,
+                                    CKT__FMHA_PT_ROWS);
+#endif
         const ckt_smem_tile sK = CKT__FMHA_SK(nb % CKT__FMHA_STAGES), sV = CKT__FMHA_SV(nb % CKT__FMHA_STAGES);
         const int full = n0 >= full_lo && n0 <= full_hi;
         const int n0w = n0 + kofs; /* this warp's first key of the tile (CKT_FMHA_KSPLIT) */
@@ -168,6 +180,13 @@
             ckt_warp_load_b_kn(vf, sV, ks * 8, vc0, 8, DVW);
             ckt_warp_mma(o_acc, vf, pf, DVW, WM, 8, CKT__FMHA_BF16);
         }
+#endif
+#if CKT__FMHA_KV_SRC == 1 && CKT__FMHA_PAGE_TABLE
+        /* tile nb's stage's table was read by its copies, issued before
+         * this step's barrier: it takes tile nb + STAGES's, read after the
+         * next step's */
+        if (pt_next)
+            CKT__FMHA_PT_WRITE(nb % CKT__FMHA_STAGES, pt_ids, n0 + CKT__FMHA_STAGES * BN);
 #endif
         if (CKT__FMHA_STAGES == 1 && nb + 1 < nblocks) { /* one buffer: refill it once all are done */
             ckt_block_sync();

@@ -205,6 +205,78 @@ CKT_INLINE CKT_DEVICE void ckt__fmha_page_copy(ckt_smem_tile s, const uint16_t *
     ckt__fmha_page_walk(s, base, kv->ids, kv->sk, page_size, num_pages, page_stride, row_stride, j0, p, o, r0, RPT, R, c, bytes);
 }
 
+/* >>a paged tile's row table: for pages that hold no whole key tiles, the
+ * block writes, ahead of a tile's copies, each of its R rows' element
+ * offsets in the K and the V pool (from the bases at this head; -1 for a
+ * row past kv->sk or on a bad page id) to shared memory, one row a thread;
+ * the copying threads (C / 8 a row) then read a row's offset instead of
+ * each loading its page id and building its address. The ids of a tile
+ * load a key step before its table is written, so their latency hides
+ * behind that step (the walk above waited on them before its copies: 15%
+ * of the stall samples of page-1 and page-16 decode, ncu on H200).
+ *
+ *   int32_t ids[N];                                // N = CKT_CEIL_DIV(R, T)
+ *   ckt_fmha_page_table_ids(ids, &kv, page_size, n0, R, T, tid, N);       // step t - 1
+ *   ckt_fmha_page_table_write(tab, ids, ...);      // before a block barrier
+ *   ckt_fmha_page_table_copy(sk, kbase, tab, ...); // after it: the tile's copies
+ *
+ * A table is 2 R int64 (K's R offsets, then V's). */
+#define CKT_FMHA_PAGE_TABLE_BYTES(R) ((size_t)(R) * 2 * sizeof(int64_t))
+
+/* The page ids of the tile at n0's rows tid, tid + T, ... (N of them): -1
+ * past kv->sk. */
+CKT_INLINE CKT_DEVICE void ckt_fmha_page_table_ids(int32_t *ids, const ckt_fmha_kv *kv, int page_size, int n0,
+                                                   int R, int T, int tid, int N)
+{
+    CKT_UNROLL
+    for (int k = 0; k < N; k++) {
+        const int r = tid + k * T, j = n0 + r;
+        ids[k] = r < R && j < kv->sk ? kv->ids[j / page_size] : -1;
+    }
+}
+
+/* Rows tid, tid + T, ... of the tile at n0 into the table tab (K's offsets
+ * at tab[r], V's at tab[R + r]) from their page ids (above). */
+CKT_INLINE CKT_DEVICE void ckt_fmha_page_table_write(int64_t *tab, const int32_t *ids, int page_size, int num_pages,
+                                                     int64_t k_page_stride, int64_t k_row_stride,
+                                                     int64_t v_page_stride, int64_t v_row_stride, int n0, int R,
+                                                     int T, int tid, int N)
+{
+    CKT_UNROLL
+    for (int k = 0; k < N; k++) {
+        const int r = tid + k * T;
+        if (r >= R)
+            break;
+        const int id = ids[k], o = (n0 + r) % page_size;
+        const int ok = id >= 0 && id < num_pages;
+        tab[r] = ok ? (int64_t)id * k_page_stride + (int64_t)o * k_row_stride : -1;
+        tab[R + r] = ok ? (int64_t)id * v_page_stride + (int64_t)o * v_row_stride : -1;
+    }
+}
+
+/* The copies of an R x C tile of key rows (16-bit elements, cols of a row
+ * real) whose offsets from base are off[0 .. R) (a row table's K or V
+ * half; -1: zeros) into s by T threads, 16-byte vectors: thread tid's row
+ * group r0 = tid / (C / 8) takes RPT = R / G consecutive rows (G = T /
+ * (C / 8), rounded up) at its vector column, as ckt__fmha_page_copy does. */
+CKT_INLINE CKT_DEVICE void ckt_fmha_page_table_copy(ckt_smem_tile s, const uint16_t *base, const int64_t *off,
+                                                    int cols, int R, int C, int T, int tid)
+{
+    const int vpr = C / 8, G = T / vpr, RPT = CKT_CEIL_DIV(R, G);
+    const int r0 = tid / vpr, c = (tid % vpr) * 8;
+    if (T % vpr != 0 && r0 >= G)
+        return;
+    const unsigned bytes = c < cols ? 16u : 0u;
+    CKT_UNROLL
+    for (int i = 0; i < RPT; i++) {
+        const int r = r0 * RPT + i;
+        if (R % G != 0 && r >= R)
+            break;
+        const int64_t o = off[r];
+        ckt_cp_async_16(ckt_smem_tile_ptr(s, r, c), base + (o >= 0 ? o : 0) + c, o >= 0 ? bytes : 0u);
+    }
+}
+
 /* The key tile at n0 when pages hold whole tiles (page size a multiple of
  * the tile): its page's id (-1 past kv->sk), and the window of the tile in
  * a view of that page's rows that hold keys (no rows for a bad id), which

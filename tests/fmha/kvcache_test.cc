@@ -445,6 +445,22 @@ std::vector<Case> cases()
         c.cbi = ps == 3;
         add(c);
     }
+    // decode over pages that cut its key tiles, more tiles than the ring
+    // has stages: each tile's row table written a step ahead (ckt/fmha/page.h),
+    // the tables of ragged last tiles, two entries
+    for (int ps : {1, 3, 100}) {
+        Case c;
+        c.kv = ps == 3 ? kSglang : kVllm;
+        c.page_size = ps;
+        c.h = 8, c.hk = 2;
+        c.d = c.dv = 128;
+        c.sq = {1, 2};
+        c.sk = {1000, 517};
+        c.mask = CKT_MASK_CAUSAL_BOTTOM_RIGHT;
+        c.splits = ps == 100 ? 2 : 1;
+        c.cbi = ps == 1;
+        add(c);
+    }
     {
         Case c; // K and V of different widths walk their pages apart (192 / 128)
         c.kv = kVllm, c.page_size = 16, c.d = 192, c.dv = 128, c.sq = {40}, c.sk = {150, 61};
