@@ -513,7 +513,7 @@ CKT_INLINE CKT_DEVICE void CKT__FMHA_FN(_body)(const ckt_fmha_fwd_args a, const 
      * one a step ahead) */
     const int page_rows = CKT__FMHA_PAGE_TABLE && kv.ids && !page_tiles &&
                           (pg.page_size % CKT__FMHA_PT_RPT(D) != 0 || pg.page_size % CKT__FMHA_PT_RPT(CKT__FMHA_DV_IN) != 0);
-    if (CKT__FMHA_PAGE_TABLE && page_rows) {
+    if (page_rows) {
         for (int st = 0; st < CKT__FMHA_STAGES && st < nblocks; st++) {
             int32_t ids_[CKT__FMHA_PT_ROWS];
             ckt_fmha_page_table_ids(ids_, &kv, pg.page_size, n_lo + st * BN, BN, CKT__FMHA_THREADS, tid, CKT__FMHA_PT_ROWS);
