@@ -281,13 +281,10 @@
 #if CKT__FMHA_KVC && CKT__FMHA_STAGES >= 2 && CKT__FMHA_PACK
 #define CKT__FMHA_PAGE_TABLE 1
 #define CKT__FMHA_PT_ROWS CKT_CEIL_DIV(CKT__FMHA_BN, CKT__FMHA_THREADS) /* table rows a thread writes */
-/* the consecutive rows a thread copies of a C-column tile (ckt__fmha_page_copy) */
-#define CKT__FMHA_PT_RPT(C) CKT_CEIL_DIV(CKT__FMHA_BN, CKT__FMHA_THREADS / ((C) / 8))
 #define CKT__FMHA_PT_BYTES ((size_t)CKT__FMHA_STAGES * CKT_FMHA_PAGE_TABLE_BYTES(CKT__FMHA_BN))
 #else
 #define CKT__FMHA_PAGE_TABLE 0
 #define CKT__FMHA_PT_ROWS 1
-#define CKT__FMHA_PT_RPT(C) 1
 #define CKT__FMHA_PT_BYTES ((size_t)0)
 #endif
 #define CKT__FMHA_SMEM_BYTES                                                                                   \
@@ -487,10 +484,9 @@ CKT_INLINE CKT_DEVICE void CKT__FMHA_FN(_body)(const ckt_fmha_fwd_args a, const 
                                                                a.v_stride_b, a.v_stride_s, (int)wv.row0, a.hdim_v); \
             ckt_smem_tile_load_async(CKT__FMHA_SK(st), &pk_, BN, D, CKT__FMHA_THREADS, tid);                    \
             ckt_smem_tile_load_async(CKT__FMHA_SV(st), &pv_, BN, CKT__FMHA_DV_IN, CKT__FMHA_THREADS, tid);      \
-        } else if ((src) == 1 && CKT__FMHA_PAGE_TABLE && page_rows) { /* offsets from the stage's row table */ \
-            ckt_fmha_page_table_copy(CKT__FMHA_SK(st), kp, CKT__FMHA_PT(st), a.hdim_q, BN, D, CKT__FMHA_THREADS, tid); \
-            ckt_fmha_page_table_copy(CKT__FMHA_SV(st), vp, CKT__FMHA_PT(st) + BN, a.hdim_v, BN, CKT__FMHA_DV_IN,   \
-                                     CKT__FMHA_THREADS, tid);                                                    \
+        } else if ((src) == 1 && page_rows) { /* offsets from the stage's row table */                          \
+            ckt__fmha_page_table_load_kv(CKT__FMHA_SK(st), CKT__FMHA_SV(st), kp, vp, CKT__FMHA_PT(st), a.hdim_q,  \
+                                         a.hdim_v, BN, D, CKT__FMHA_DV_IN, CKT__FMHA_THREADS, tid);               \
         } else if ((src) == 1) {                                                                                \
             ckt_fmha_page_load_kv_async(CKT__FMHA_SK(st), CKT__FMHA_SV(st), kp, vp, &kv, pg.page_size,            \
                                         pg.num_pages, a.k_stride_b, a.k_stride_s, a.v_stride_b, a.v_stride_s,   \
@@ -512,7 +508,8 @@ CKT_INLINE CKT_DEVICE void CKT__FMHA_FN(_body)(const ckt_fmha_fwd_args a, const 
      * the row tables of the first STAGES tiles (the loop writes each later
      * one a step ahead) */
     const int page_rows = CKT__FMHA_PAGE_TABLE && kv.ids && !page_tiles &&
-                          (pg.page_size % CKT__FMHA_PT_RPT(D) != 0 || pg.page_size % CKT__FMHA_PT_RPT(CKT__FMHA_DV_IN) != 0);
+                          (pg.page_size % ckt_fmha_page_rows_per_thread(BN, D, CKT__FMHA_THREADS) != 0 ||
+                           pg.page_size % ckt_fmha_page_rows_per_thread(BN, CKT__FMHA_DV_IN, CKT__FMHA_THREADS) != 0);
     if (page_rows) {
         for (int st = 0; st < CKT__FMHA_STAGES && st < nblocks; st++) {
             int32_t ids_[CKT__FMHA_PT_ROWS];
@@ -945,7 +942,6 @@ static inline ckt_status CKT__FMHA_FN(_launch)(const ckt_fmha_fwd_args *a, ckt_s
 #undef CKT__FMHA_TILES_BYTES
 #undef CKT__FMHA_PAGE_TABLE
 #undef CKT__FMHA_PT_ROWS
-#undef CKT__FMHA_PT_RPT
 #undef CKT__FMHA_PT_BYTES
 #undef CKT__FMHA_MERGE_BYTES
 #undef CKT__FMHA_SUPPORTED

@@ -108,6 +108,14 @@ CKT_INLINE CKT_HOST_DEVICE ckt_fmha_kv ckt_fmha_cache_entry(const int32_t *block
     return kv;
 }
 
+/* Element offset of row o of page id in a pool of num_pages pages (strides:
+ * page, row in the page); -1 for an id outside [0, num_pages). */
+CKT_INLINE CKT_HOST_DEVICE int64_t ckt_fmha_page_offset(int32_t id, int64_t o, int num_pages, int64_t page_stride,
+                                                        int64_t row_stride)
+{
+    return id >= 0 && id < num_pages ? (int64_t)id * page_stride + o * row_stride : -1;
+}
+
 /* Element offset of key row j (0 <= j < kv.sk) of the entry's head 0 in a
  * tensor of strides (stride_b, stride_s): the page's (paged: stride_b is the
  * page stride) or the cache entry's; -1 for a page id outside [0, num_pages). */
@@ -117,16 +125,43 @@ CKT_INLINE CKT_HOST_DEVICE int64_t ckt_fmha_kv_row(const ckt_fmha_kv *kv, int pa
     if (!kv->ids)
         return (int64_t)kv->cb * stride_b + j * stride_s;
     const int64_t p = j / page_size;
-    const int32_t id = kv->ids[p];
-    if (id < 0 || id >= num_pages)
-        return -1;
-    return (int64_t)id * stride_b + (j - p * page_size) * stride_s;
+    return ckt_fmha_page_offset(kv->ids[p], j - p * page_size, num_pages, stride_b, stride_s);
 }
 
 
 /* The most key rows one thread copies of a paged tile (ckt__fmha_page_copy:
  * R / (T / (C / 8)), rounded up; 16 for the decode instances). */
 #define CKT_FMHA_PAGE_ROWS_MAX 32
+
+/* How T threads copy an R x C tile of 16-bit key rows in 16-byte vectors
+ * (C / 8 a row), in ckt__fmha_page_copy and ckt_fmha_page_table_copy alike:
+ * thread tid's row group r0, one of g = T / (C / 8), takes rpt = R / g
+ * (rounded up) consecutive rows, r0 rpt .. r0 rpt + rpt - 1 (fewer in a
+ * ragged last group), at vector column c (elements); a warp's copy is two
+ * or more whole rows. ok is 0 for the last T % (C / 8) threads when T is no
+ * multiple of C / 8 (they copy nothing); ragged is 1 when g does not divide
+ * R (then the last group has fewer rows). */
+typedef struct ckt__fmha_row_group {
+    int r0, rpt, c, ok, ragged;
+} ckt__fmha_row_group;
+
+/* The rows a thread copies (rpt above): a constant where R, C, T are. */
+CKT_INLINE CKT_HOST_DEVICE int ckt_fmha_page_rows_per_thread(int R, int C, int T)
+{
+    return CKT_CEIL_DIV(R, T / (C / 8));
+}
+
+CKT_INLINE CKT_HOST_DEVICE ckt__fmha_row_group ckt__fmha_row_group_make(int R, int C, int T, int tid)
+{
+    const int vpr = C / 8;
+    ckt__fmha_row_group g;
+    g.r0 = tid / vpr;
+    g.rpt = ckt_fmha_page_rows_per_thread(R, C, T);
+    g.c = (tid % vpr) * 8;
+    g.ok = !(T % vpr != 0 && g.r0 >= T / vpr);
+    g.ragged = R % (T / vpr) != 0;
+    return g;
+}
 
 /* ckt__fmha_page_copy's rows that cross pages: a page id where each page
  * begins. Out of line on NVIDIA (the rare page sizes; inlined, its four
@@ -159,11 +194,9 @@ CKT_DEVICE_OUTLINE void ckt__fmha_page_walk(ckt_smem_tile s, const uint16_t *bas
 
 /* The copies of the R x C tile of key rows n0 .. n0 + R of a paged pool
  * (16-bit elements, cols of a row real) into s by T threads, 16-byte
- * vectors (C / 8 a row). Thread tid's row group r0 = tid / (C / 8), one of
- * G = T / (C / 8), takes RPT = R / G (rounded up) consecutive rows,
- * r0 RPT .. r0 RPT + RPT - 1, at its vector column: a warp's copy is still
- * two or more whole rows, and a thread's rows enter a new page only where
- * the position in the page wraps. Rows all in one page (always when the
+ * vectors (C / 8 a row), each thread RPT consecutive rows
+ * (ckt__fmha_row_group): a thread's rows enter a new page only where the
+ * position in the page wraps. Rows all in one page (always when the
  * page size is a multiple of RPT: 16 at the d128 decode instances, whose
  * tiles start at multiples of the tile) take one id and a constant row
  * step, like a contiguous tile. Else the page id is loaded where a page
@@ -178,10 +211,10 @@ CKT_INLINE CKT_DEVICE void ckt__fmha_page_copy(ckt_smem_tile s, const uint16_t *
                                                int page_size, int num_pages, int64_t page_stride,
                                                int64_t row_stride, int n0, int cols, int R, int C, int T, int tid)
 {
-    const int vpr = C / 8, G = T / vpr, RPT = CKT_CEIL_DIV(R, G);
-    const int r0 = tid / vpr, c = (tid % vpr) * 8;
-    if (T % vpr != 0 && r0 >= G)
+    const ckt__fmha_row_group rg = ckt__fmha_row_group_make(R, C, T, tid);
+    if (!rg.ok)
         return; /* T not a multiple of C / 8: the last threads have no row */
+    const int r0 = rg.r0, RPT = rg.rpt, c = rg.c;
     const unsigned bytes = c < cols ? 16u : 0u;
     const int j0 = n0 + r0 * RPT; /* the key of the first row */
     int p = j0 / page_size, o = j0 - p * page_size;
@@ -196,7 +229,7 @@ CKT_INLINE CKT_DEVICE void ckt__fmha_page_copy(ckt_smem_tile s, const uint16_t *
         const uint16_t *g = base + (ok ? (int64_t)id * page_stride + (int64_t)o * row_stride : 0) + c;
         CKT_UNROLL
         for (int i = 0; i < RPT; i++) {
-            if (R % G != 0 && r0 * RPT + i >= R)
+            if (rg.ragged && r0 * RPT + i >= R)
                 break;
             ckt_cp_async_16(ckt_smem_tile_ptr(s, r0 * RPT + i, c), g + (int64_t)i * row_stride, i < nrows ? bytes : 0u);
         }
@@ -218,7 +251,7 @@ CKT_INLINE CKT_DEVICE void ckt__fmha_page_copy(ckt_smem_tile s, const uint16_t *
  *   int32_t ids[N];                                // N = CKT_CEIL_DIV(R, T)
  *   ckt_fmha_page_table_ids(ids, &kv, page_size, n0, R, T, tid, N);       // step t - 1
  *   ckt_fmha_page_table_write(tab, ids, ...);      // before a block barrier
- *   ckt_fmha_page_table_copy(sk, kbase, tab, ...); // after it: the tile's copies
+ *   ckt__fmha_page_table_load_kv(sk, sv, kbase, vbase, tab, ...); // after it: the copies
  *
  * A table is 2 R int64 (K's R offsets, then V's). */
 #define CKT_FMHA_PAGE_TABLE_BYTES(R) ((size_t)(R) * 2 * sizeof(int64_t))
@@ -247,34 +280,44 @@ CKT_INLINE CKT_DEVICE void ckt_fmha_page_table_write(int64_t *tab, const int32_t
         const int r = tid + k * T;
         if (r >= R)
             break;
-        const int id = ids[k], o = (n0 + r) % page_size;
-        const int ok = id >= 0 && id < num_pages;
-        tab[r] = ok ? (int64_t)id * k_page_stride + (int64_t)o * k_row_stride : -1;
-        tab[R + r] = ok ? (int64_t)id * v_page_stride + (int64_t)o * v_row_stride : -1;
+        const int o = (n0 + r) % page_size;
+        tab[r] = ckt_fmha_page_offset(ids[k], o, num_pages, k_page_stride, k_row_stride);
+        tab[R + r] = ckt_fmha_page_offset(ids[k], o, num_pages, v_page_stride, v_row_stride);
     }
 }
 
 /* The copies of an R x C tile of key rows (16-bit elements, cols of a row
  * real) whose offsets from base are off[0 .. R) (a row table's K or V
- * half; -1: zeros) into s by T threads, 16-byte vectors: thread tid's row
- * group r0 = tid / (C / 8) takes RPT = R / G consecutive rows (G = T /
- * (C / 8), rounded up) at its vector column, as ckt__fmha_page_copy does. */
+ * half; -1: zeros) into s by T threads, 16-byte vectors, in
+ * ckt__fmha_page_copy's row groups (ckt__fmha_row_group). */
 CKT_INLINE CKT_DEVICE void ckt_fmha_page_table_copy(ckt_smem_tile s, const uint16_t *base, const int64_t *off,
                                                     int cols, int R, int C, int T, int tid)
 {
-    const int vpr = C / 8, G = T / vpr, RPT = CKT_CEIL_DIV(R, G);
-    const int r0 = tid / vpr, c = (tid % vpr) * 8;
-    if (T % vpr != 0 && r0 >= G)
+    const ckt__fmha_row_group rg = ckt__fmha_row_group_make(R, C, T, tid);
+    if (!rg.ok)
         return;
-    const unsigned bytes = c < cols ? 16u : 0u;
-    CKT_UNROLL
-    for (int i = 0; i < RPT; i++) {
-        const int r = r0 * RPT + i;
-        if (R % G != 0 && r >= R)
+    const unsigned bytes = rg.c < cols ? 16u : 0u;
+    CKT_UNROLL /* out of line below: one copy a kernel, its loads issued together */
+    for (int i = 0; i < CKT_FMHA_PAGE_ROWS_MAX; i++) {
+        const int r = rg.r0 * rg.rpt + i;
+        if (i >= rg.rpt || r >= R)
             break;
         const int64_t o = off[r];
-        ckt_cp_async_16(ckt_smem_tile_ptr(s, r, c), base + (o >= 0 ? o : 0) + c, o >= 0 ? bytes : 0u);
+        ckt_cp_async_16(ckt_smem_tile_ptr(s, r, rg.c), base + (o >= 0 ? o : 0) + rg.c, o >= 0 ? bytes : 0u);
     }
+}
+
+/* A key step's K and V tiles from a stage's row table tab (K's R offsets,
+ * then V's). Out of line on NVIDIA, like the page walk: the table's pages
+ * are the rare sizes, and the copies inlined at the decode kernel's four
+ * load sites cost its contiguous calls up to 10% (2-3 us a call at small
+ * batches: code size; H100). */
+CKT_DEVICE_OUTLINE void ckt__fmha_page_table_load_kv(ckt_smem_tile sk, ckt_smem_tile sv, const uint16_t *kbase,
+                                                     const uint16_t *vbase, const int64_t *tab, int cols_k,
+                                                     int cols_v, int R, int CK, int CV, int T, int tid)
+{
+    ckt_fmha_page_table_copy(sk, kbase, tab, cols_k, R, CK, T, tid);
+    ckt_fmha_page_table_copy(sv, vbase, tab + R, cols_v, R, CV, T, tid);
 }
 
 /* The key tile at n0 when pages hold whole tiles (page size a multiple of
