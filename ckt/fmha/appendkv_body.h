@@ -19,6 +19,7 @@
  *
  *   (b, h, rows r0 .. r0 + ROWS)  = this block's tile
  *   len = seqlen_k_ptr ? seqlen_k_ptr[b] : seqlen_k;  cb = cache_batch_idx ? cache_batch_idx[b] : b
+ *     (sglang tables: len = their keys - s_knew; ckt_fmha_kv_append, ckt/fmha/page.h)
  *   for each new token t of the tile (h < nhead_k), each pair u of the row:      ckt/fmha/rope.h
  *       Kc[cb][h][len + t][pair u] = rotate(Knew[b][h][t][pair u], cos/sin[len + t][u])
  *       Vc[cb][h][len + t][pair u] = Vnew[b][h][t][pair u]
@@ -178,17 +179,19 @@ CKT_KERNEL_BOUNDS(CKT__AKV_FN(_kernel), ckt_fmha_appendkv_args, a, CKT__AKV_THRE
     const int tid = (int)ckt_thread_idx_x();
     const int b = (int)ckt_block_idx_z(), h = (int)ckt_block_idx_y(), r0 = (int)ckt_block_idx_x() * ROWS;
     const int rd = a.rotary_dim, inter = a.rotary_interleaved;
-    const int64_t len = a.seqlen_k_ptr ? (int64_t)a.seqlen_k_ptr[b] : (int64_t)a.seqlen_k;
-    /* positions this call may use: the cache's rows, and the tables' when rotating */
-    const int64_t cap = a.page_size > 0 ? (int64_t)a.max_pages_per_seq * a.page_size : (int64_t)a.cache_seqlen;
+    /* the entry's rows (contiguous, a block-table row or sglang tables) and
+     * its current length len (ckt/fmha/page.h) */
+    const ckt_fmha_paging pg = CKT_FMHA_PAGING(a);
+    int64_t len;
+    const ckt_fmha_kv kv = ckt_fmha_kv_append(&pg, a.seqlen_k_ptr ? (int64_t)a.seqlen_k_ptr[b] : (int64_t)a.seqlen_k,
+                                              a.seqlen_knew, a.cache_seqlen, b, &len);
+    /* positions this call may use: the entry's rows, and the tables' when rotating */
+    const int64_t cap = kv.sk;
     const int64_t pos_end = rd > 0 && a.rotary_max_pos < cap ? a.rotary_max_pos : cap;
 
     /* >>append: Kc[cb][h][len + t] = rope(Knew[b][h][t], len + t), Vc[cb][h][len + t] = Vnew[b][h][t] */
-    const int cb = a.cache_batch_idx ? (int)a.cache_batch_idx[b] : b;
     /* a bad device index is skipped (the host checks it where it can read it) */
-    const int cb_ok = cb >= 0 && cb < (a.cache_batch > 0 ? a.cache_batch : a.batch);
-    /* its rows: contiguous, or through the block table (ckt/fmha/page.h) */
-    const ckt_fmha_kv kv = ckt_fmha_cache_entry(a.page_size > 0 ? a.block_table : NULL, a.max_pages_per_seq, cb, (int)cap);
+    const int cb_ok = kv.cb >= 0 && kv.cb < (a.cache_batch > 0 ? a.cache_batch : a.batch);
     if (h < a.nhead_k && r0 < a.seqlen_knew && cb_ok) {
         const uint16_t *kn = (const uint16_t *)a.k_new + ckt_fmha_row_offset(0, b, h, 0, a.knew_stride_b, a.knew_stride_h, a.knew_stride_s);
         const uint16_t *vn = (const uint16_t *)a.v_new + ckt_fmha_row_offset(0, b, h, 0, a.vnew_stride_b, a.vnew_stride_h, a.vnew_stride_s);

@@ -294,7 +294,8 @@ typedef struct ckt_fmha_bwd_args {
  * applies rotary embedding (ckt/fmha/rope.h) to them and to Q, as CK's
  * appendkv and FlashAttention's flash_attn_with_kvcache do. Entry b's cache
  * row is cb = cache_batch_idx ? cache_batch_idx[b] : b; its current length
- * (before the append) is len_b = seqlen_k_ptr ? seqlen_k_ptr[b] : seqlen_k:
+ * (before the append) is len_b = seqlen_k_ptr ? seqlen_k_ptr[b] : seqlen_k
+ * (with sglang-style page tables: their keys minus s_knew, below):
  *
  *   Kc[cb][hk][len_b + t][:] = rope(Knew[b][hk][t][:], len_b + t)     t < s_knew
  *   Vc[cb][hk][len_b + t][:] = Vnew[b][hk][t][:]
@@ -368,6 +369,15 @@ typedef struct ckt_fmha_appendkv_args {
     int page_size, num_pages;
     const int32_t *block_table; /* device, [cache_batch][max_pages_per_seq] */
     int max_pages_per_seq;
+
+    /* Or sglang-style tables (instead of block_table; ckt_fmha_fwd_args'
+     * fields), which describe the cache AFTER the append, so that the
+     * forward takes the same three arrays: entry b's pages are
+     * kv_indices[kv_indptr[b] .. kv_indptr[b + 1]), its keys (pages - 1) x
+     * page_size + kv_last_page_len[b], the s_knew new ones included; its
+     * current length len_b is that minus seqlen_knew (seqlen_k and
+     * seqlen_k_ptr unused; no cache_batch_idx). */
+    const int32_t *kv_indptr, *kv_indices, *kv_last_page_len; /* device */
 } ckt_fmha_appendkv_args;
 
 /* The mask's window, visibility predicate and tile ranges: ckt/fmha/mask.h. */

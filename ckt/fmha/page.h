@@ -108,6 +108,29 @@ CKT_INLINE CKT_HOST_DEVICE ckt_fmha_kv ckt_fmha_cache_entry(const int32_t *block
     return kv;
 }
 
+/* The rows entry b of an append writes (append-KV; p: its arguments'
+ * paging fields, CKT_FMHA_PAGING): kv.sk is how many rows it may hold (the
+ * contiguous entry's cache_seqlen, a block-table row's pages x page_size,
+ * or the keys sglang-style tables give, which count the new tokens) and
+ * *first the row of its first new token: len (its current length, from
+ * seqlen_k_ptr or seqlen_k), or with sglang tables kv.sk - s_knew (negative
+ * when the tables hold fewer keys than the append brings: nothing may be
+ * written then). */
+CKT_INLINE CKT_HOST_DEVICE ckt_fmha_kv ckt_fmha_kv_append(const ckt_fmha_paging *p, int64_t len, int s_knew,
+                                                         int cache_seqlen, int b, int64_t *first)
+{
+    if (p->page_size > 0 && p->kv_indptr) {
+        const ckt_fmha_kv kv = ckt_fmha_kv_resolve(p, 0, b);
+        *first = (int64_t)kv.sk - s_knew;
+        return kv;
+    }
+    *first = len;
+    const int paged = p->page_size > 0;
+    const int64_t cap = paged ? (int64_t)p->max_pages_per_seq * p->page_size : (int64_t)cache_seqlen;
+    return ckt_fmha_cache_entry(paged ? p->block_table : 0, p->max_pages_per_seq,
+                                p->cache_batch_idx ? p->cache_batch_idx[b] : b, cap < 0x7fffffff ? (int)cap : 0x7fffffff);
+}
+
 /* Element offset of row o of page id in a pool of num_pages pages (strides:
  * page, row in the page); -1 for an id outside [0, num_pages). */
 CKT_INLINE CKT_HOST_DEVICE int64_t ckt_fmha_page_offset(int32_t id, int64_t o, int num_pages, int64_t page_stride,

@@ -60,11 +60,11 @@ static inline ckt_status ckt_ref_fmha_appendkv(const ckt_fmha_appendkv_args *h)
         return CKT_SUCCESS;
     const int rd = h->rotary_dim;
     for (int b = 0; b < h->batch; b++) {
-        const int64_t len = h->seqlen_k_ptr ? h->seqlen_k_ptr[b] : h->seqlen_k;
-        const int cb = h->cache_batch_idx ? h->cache_batch_idx[b] : b;
-        /* the entry's cache rows: contiguous or paged (ckt/fmha/page.h) */
-        const ckt_fmha_kv kv = ckt_fmha_cache_entry(h->page_size > 0 ? h->block_table : NULL, h->max_pages_per_seq, cb,
-                                                    (int)ckt_fmha_appendkv_capacity(h));
+        /* the entry's cache rows (contiguous or paged) and its current length (ckt/fmha/page.h) */
+        const ckt_fmha_paging pg = CKT_FMHA_PAGING(*h);
+        int64_t len;
+        const ckt_fmha_kv kv = ckt_fmha_kv_append(&pg, h->seqlen_k_ptr ? h->seqlen_k_ptr[b] : h->seqlen_k,
+                                                  h->seqlen_knew, h->cache_seqlen, b, &len);
         for (int hk = 0; hk < h->nhead_k; hk++)
             for (int t = 0; t < h->seqlen_knew; t++) {
                 const int64_t pos = len + t;

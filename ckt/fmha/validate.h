@@ -524,6 +524,40 @@ static inline ckt_status ckt__fmha_check_pool(const void *p, const char *name, i
     return ckt__fmha_check_stride(ss, ns, a->page_size, 1);
 }
 
+/* Entry b's keys in sglang-style tables (host-readable, checked below). */
+static inline int64_t ckt__fmha_sglang_keys(const int32_t *indptr, const int32_t *last, int page_size, int b)
+{
+    const int32_t n = indptr[b + 1] - indptr[b];
+    return n > 0 ? (int64_t)(n - 1) * page_size + last[b] : 0;
+}
+
+/* sglang-style tables read on the host (the forward's and the append's):
+ * kv_indptr from >= 0 and never decreasing, each kv_last_page_len[b] of an
+ * entry with pages in [1, page_size], the ids of its pages in [0, num_pages). */
+static inline ckt_status ckt__fmha_check_sglang(const int32_t *indptr, const int32_t *indices, const int32_t *last,
+                                                int batch, int page_size, int num_pages)
+{
+    if (indptr[0] < 0)
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "kv_indptr: [0] = %d is negative", (int)indptr[0]);
+    for (int b = 0; b < batch; b++) {
+        const int32_t n = indptr[b + 1] - indptr[b];
+        if (n < 0)
+            return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "kv_indptr: decreases at entry %d (%d then %d)", b,
+                             (int)indptr[b], (int)indptr[b + 1]);
+        if (n > 0 && (last[b] < 1 || last[b] > page_size))
+            return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "kv_last_page_len: [%d] = %d is outside [1, page_size %d]", b,
+                             (int)last[b], page_size);
+        for (int p = 0; p < n; p++) {
+            const int32_t id = indices[indptr[b] + p];
+            if (id < 0 || id >= num_pages)
+                return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
+                                 "kv_indices: [%d] = %d (entry %d's page %d) is outside [0, num_pages %d)",
+                                 (int)(indptr[b] + p), (int)id, b, p, num_pages);
+        }
+    }
+    return CKT_SUCCESS;
+}
+
 /* The page tables, read on the host (the CPU backend's device memory): ids
  * of the pages an entry uses in [0, num_pages), lengths within the tables
  * and within seqlen_k. */
@@ -548,28 +582,14 @@ static inline ckt_status ckt__fmha_check_pages(const ckt_fmha_fwd_args *a)
         }
         return CKT_SUCCESS;
     }
-    if (a->kv_indptr[0] < 0) /* sglang */
-        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "kv_indptr: [0] = %d is negative", (int)a->kv_indptr[0]);
+    CKT__FMHA_TRY(ckt__fmha_check_sglang(a->kv_indptr, a->kv_indices, a->kv_last_page_len, a->batch, ps,
+                                         a->num_pages)); /* sglang */
     for (int b = 0; b < a->batch; b++) {
-        const int32_t n = a->kv_indptr[b + 1] - a->kv_indptr[b], last = a->kv_last_page_len[b];
-        if (n < 0)
-            return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "kv_indptr: decreases at entry %d (%d then %d)", b,
-                             (int)a->kv_indptr[b], (int)a->kv_indptr[b + 1]);
-        if (n > 0 && (last < 1 || last > ps))
-            return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "kv_last_page_len: [%d] = %d is outside [1, page_size %d]", b,
-                             (int)last, ps);
-        const int64_t sk = n > 0 ? (int64_t)(n - 1) * ps + last : 0;
+        const int64_t sk = ckt__fmha_sglang_keys(a->kv_indptr, a->kv_last_page_len, ps, b);
         if (sk > a->seqlen_k)
             return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
                              "seqlen_k: %d is less than entry %d's %lld keys (the max over the batch)", a->seqlen_k, b,
                              (long long)sk);
-        for (int p = 0; p < n; p++) {
-            const int32_t id = a->kv_indices[a->kv_indptr[b] + p];
-            if (id < 0 || id >= a->num_pages)
-                return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
-                                 "kv_indices: [%d] = %d (entry %d's page %d) is outside [0, num_pages %d)",
-                                 (int)(a->kv_indptr[b] + p), (int)id, b, p, a->num_pages);
-        }
     }
     return CKT_SUCCESS;
 }
@@ -843,7 +863,10 @@ static inline ckt_status ckt_fmha_bwd_validate(const ckt_fmha_bwd_args *a, ckt_d
  * the int32 arrays (4-byte aligned), and on the CPU backend their contents:
  * seqstart_q, each seqlen_k_ptr[b] >= 0 within the capacity and the tables,
  * each cache_batch_idx[b] in [0, cache_batch) and no two entries on one
- * cache row (their appends would race). */
+ * cache row (their appends would race). A paged cache takes one table
+ * style: block_table (max_pages_per_seq >= 1) or the three sglang arrays
+ * (without cache_batch_idx or seqlen_k_ptr; on the CPU backend: the forward's
+ * table checks, and each entry's keys >= seqlen_knew). */
 
 /* 1 when the call writes nothing: no entries, or neither new tokens (or kv
  * heads) nor queries to rotate. */
@@ -872,7 +895,8 @@ static inline ckt_status ckt__fmha_appendkv_check_len(const ckt_fmha_appendkv_ar
 {
     if (len < 0)
         return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "%s: %lld is negative", name, (long long)len);
-    if (a->seqlen_knew > 0 && len + a->seqlen_knew > ckt_fmha_appendkv_capacity(a)) /* (no append: the cache is not touched) */
+    /* (no append: the cache is not touched; sglang tables: their keys are the capacity, checked by the caller) */
+    if (!a->kv_indptr && a->seqlen_knew > 0 && len + a->seqlen_knew > ckt_fmha_appendkv_capacity(a))
         return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
                          "%s: %lld + seqlen_knew %d = %lld exceeds %s %lld (the cache would overflow)", name,
                          (long long)len, a->seqlen_knew, (long long)(len + a->seqlen_knew),
@@ -904,7 +928,25 @@ static inline ckt_status ckt_fmha_appendkv_check_arrays(const ckt_fmha_appendkv_
             CKT__FMHA_TRY(ckt__fmha_appendkv_check_len(a, a->seqlen_k_ptr[b], ckt_fmha_appendkv_rotates_q(a) ? ckt__fmha_appendkv_rows_q(a, b) : 0, name));
         }
     }
-    if (a->page_size > 0 && a->seqlen_knew > 0 && a->nhead_k > 0) { /* the pages the append writes */
+    if (a->page_size > 0 && a->kv_indptr) { /* sglang tables: they give the lengths, new tokens included */
+        CKT__FMHA_TRY(ckt__fmha_check_sglang(a->kv_indptr, a->kv_indices, a->kv_last_page_len, a->batch, a->page_size,
+                                             a->num_pages));
+        for (int b = 0; b < a->batch; b++) {
+            const int64_t keys = ckt__fmha_sglang_keys(a->kv_indptr, a->kv_last_page_len, a->page_size, b);
+            const int appends = a->seqlen_knew > 0 && a->nhead_k > 0;
+            if (appends && keys < a->seqlen_knew)
+                return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
+                                 "kv_last_page_len: entry %d's tables hold %lld keys, fewer than seqlen_knew %d (they "
+                                 "describe the cache after the append)",
+                                 b, (long long)keys, a->seqlen_knew);
+            char name[64];
+            snprintf(name, sizeof name, "entry %d's length (kv tables' keys - seqlen_knew)", b);
+            CKT__FMHA_TRY(ckt__fmha_appendkv_check_len(a, appends ? keys - a->seqlen_knew : keys,
+                                                       ckt_fmha_appendkv_rotates_q(a) ? ckt__fmha_appendkv_rows_q(a, b) : 0,
+                                                       name));
+        }
+    }
+    if (a->block_table && a->page_size > 0 && a->seqlen_knew > 0 && a->nhead_k > 0) { /* the pages the append writes */
         for (int b = 0; b < a->batch; b++) {
             const int64_t len = a->seqlen_k_ptr ? a->seqlen_k_ptr[b] : a->seqlen_k;
             const int cb = a->cache_batch_idx ? a->cache_batch_idx[b] : b;
@@ -960,22 +1002,45 @@ static inline ckt_status ckt_fmha_appendkv_validate(const ckt_fmha_appendkv_args
     const int cache_batch = a->cache_batch > 0 ? a->cache_batch : a->batch;
     if (a->page_size < 0)
         return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "page_size: %d is negative (0 = a contiguous cache)", a->page_size);
-    if (a->page_size == 0 && (a->block_table || a->num_pages || a->max_pages_per_seq))
+    const int sgl = a->kv_indptr || a->kv_indices || a->kv_last_page_len;
+    if (a->page_size == 0 && (a->block_table || sgl || a->num_pages || a->max_pages_per_seq))
         return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "%s: set, but page_size is 0 (no paged cache)",
-                         a->block_table ? "block_table" : a->num_pages ? "num_pages" : "max_pages_per_seq");
+                         a->block_table ? "block_table" : a->kv_indptr ? "kv_indptr" : a->kv_indices ? "kv_indices"
+                         : a->kv_last_page_len ? "kv_last_page_len" : a->num_pages ? "num_pages" : "max_pages_per_seq");
     if (a->page_size > 0) {
-        CKT__FMHA_TRY(ckt__fmha_check_ptr(a->block_table, "block_table", 4));
+        if (a->block_table && sgl)
+            return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
+                             "block_table: set together with kv_indptr / kv_indices / kv_last_page_len (one page-table "
+                             "style per call)");
+        if (sgl) {
+            CKT__FMHA_TRY(ckt__fmha_check_ptr(a->kv_indptr, "kv_indptr", 4));
+            CKT__FMHA_TRY(ckt__fmha_check_ptr(a->kv_indices, "kv_indices", 4));
+            CKT__FMHA_TRY(ckt__fmha_check_ptr(a->kv_last_page_len, "kv_last_page_len", 4));
+            if (a->cache_batch_idx)
+                return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
+                                 "cache_batch_idx: set with sglang-style tables (kv_indptr selects the pages)");
+            if (a->seqlen_k_ptr)
+                return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
+                                 "seqlen_k_ptr: set with sglang-style tables (their kv_last_page_len gives the lengths, "
+                                 "the new tokens included)");
+        } else {
+            if (!a->block_table)
+                return ckt__fail(CKT_ERROR_NULL_POINTER,
+                                 "block_table: NULL (a paged cache needs block_table, or kv_indptr, kv_indices and "
+                                 "kv_last_page_len)");
+            CKT__FMHA_TRY(ckt__fmha_check_ptr(a->block_table, "block_table", 4));
+            if (a->max_pages_per_seq <= 0)
+                return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "max_pages_per_seq: %d (block_table's row length, >= 1)",
+                                 a->max_pages_per_seq);
+        }
         if (a->num_pages <= 0)
             return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "num_pages: %d (the pool's pages, >= 1)", a->num_pages);
-        if (a->max_pages_per_seq <= 0)
-            return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "max_pages_per_seq: %d (block_table's row length, >= 1)",
-                             a->max_pages_per_seq);
     }
     if (!a->cache_batch_idx && cache_batch < a->batch)
         return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
                          "cache_batch: %d entries for batch %d (without cache_batch_idx entry b writes cache row b)",
                          cache_batch, a->batch);
-    if (!a->seqlen_k_ptr && a->batch > 0)
+    if (!a->seqlen_k_ptr && !sgl && a->batch > 0)
         CKT__FMHA_TRY(ckt__fmha_appendkv_check_len(a, a->seqlen_k, a->seqlen_q, "seqlen_k"));
     if (ckt_fmha_appendkv_is_empty(a))
         return CKT_SUCCESS;

@@ -690,6 +690,9 @@ size_t ckt_fmha_appendkv_args_offset(const char *field)
     CKT__FMHA_FIELD(num_pages)
     CKT__FMHA_FIELD(block_table)
     CKT__FMHA_FIELD(max_pages_per_seq)
+    CKT__FMHA_FIELD(kv_indptr)
+    CKT__FMHA_FIELD(kv_indices)
+    CKT__FMHA_FIELD(kv_last_page_len)
     return (size_t)-1;
 #undef CKT__FMHA_STRIDES
 #undef CKT__FMHA_FIELD

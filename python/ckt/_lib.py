@@ -128,9 +128,10 @@ class AppendKVArgs(ctypes.Structure):
         ("rotary_dim", _i32), ("rotary_interleaved", _i32),
         ("rotary_cos", _ptr), ("rotary_sin", _ptr),
         ("rotary_max_pos", _i32),
-        # a paged cache (vLLM block table)
+        # a paged cache: a vLLM block table, or sglang-style tables (of the cache after the append)
         ("page_size", _i32), ("num_pages", _i32),
         ("block_table", _ptr), ("max_pages_per_seq", _i32),
+        ("kv_indptr", _ptr), ("kv_indices", _ptr), ("kv_last_page_len", _ptr),
     ]
 
 

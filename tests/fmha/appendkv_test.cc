@@ -599,6 +599,77 @@ TEST(AppendKVBad, StatusNamesTheArgument)
         t.a.dtype = CKT_F32;
         expect_bad(t.a, CKT_ERROR_UNSUPPORTED, "dtype");
     }
+    // a paged cache through sglang-style tables (of the cache after the
+    // append): 8 pages of 4 rows, entry 0 7 keys (3 + 4 new), entry 1 8
+    {
+        struct Sgl {
+            BadInput t;
+            std::vector<int32_t> indptr = {0, 2, 4}, indices = {0, 1, 2, 3}, last = {3, 4};
+            Sgl()
+            {
+                t.a.page_size = 4, t.a.num_pages = 8;
+                strides(&t.a.k_stride_b, &t.a.k_stride_h, &t.a.k_stride_s, 1, 2, 4, 64); // [page][h][row][d]
+                strides(&t.a.v_stride_b, &t.a.v_stride_h, &t.a.v_stride_s, 1, 2, 4, 64);
+                t.a.seqlen_k = 0; // unused
+                t.a.kv_indptr = indptr.data(), t.a.kv_indices = indices.data(), t.a.kv_last_page_len = last.data();
+            }
+        };
+        {
+            Sgl g;
+            EXPECT_EQ(ckt_ref_fmha_appendkv(&g.t.a), CKT_SUCCESS) << ckt_last_error();
+        }
+        {
+            Sgl g;
+            std::vector<int32_t> table = {0, 1, 2, 3};
+            g.t.a.block_table = table.data(), g.t.a.max_pages_per_seq = 2;
+            expect_bad(g.t.a, CKT_ERROR_INVALID_ARGUMENT, "block_table");
+        }
+        {
+            Sgl g;
+            std::vector<int32_t> len = {3, 4};
+            g.t.a.seqlen_k_ptr = len.data();
+            expect_bad(g.t.a, CKT_ERROR_INVALID_ARGUMENT, "seqlen_k_ptr");
+        }
+        {
+            Sgl g;
+            std::vector<int32_t> cbi = {1, 0};
+            g.t.a.cache_batch_idx = cbi.data();
+            expect_bad(g.t.a, CKT_ERROR_INVALID_ARGUMENT, "cache_batch_idx");
+        }
+        {
+            Sgl g;
+            g.last[1] = 5; // past the page
+            expect_bad(g.t.a, CKT_ERROR_INVALID_ARGUMENT, "kv_last_page_len");
+        }
+        {
+            Sgl g;
+            g.indices[3] = 9; // past num_pages
+            expect_bad(g.t.a, CKT_ERROR_INVALID_ARGUMENT, "kv_indices");
+        }
+        {
+            Sgl g;
+            g.indptr = {0, 2, 1};
+            g.t.a.kv_indptr = g.indptr.data();
+            expect_bad(g.t.a, CKT_ERROR_INVALID_ARGUMENT, "kv_indptr");
+        }
+        {
+            Sgl g;
+            g.indptr = {0, 1, 3}, g.last = {2, 4}; // entry 0: 2 keys, fewer than the 4 new tokens
+            g.t.a.kv_indptr = g.indptr.data(), g.t.a.kv_last_page_len = g.last.data();
+            expect_bad(g.t.a, CKT_ERROR_INVALID_ARGUMENT, "kv_last_page_len");
+        }
+        {
+            Sgl g;
+            g.t.a.kv_indices = nullptr;
+            expect_bad(g.t.a, CKT_ERROR_NULL_POINTER, "kv_indices");
+        }
+        {
+            BadInput t; // contiguous
+            std::vector<int32_t> indptr = {0, 1, 2};
+            t.a.kv_indptr = indptr.data();
+            expect_bad(t.a, CKT_ERROR_INVALID_ARGUMENT, "kv_indptr");
+        }
+    }
     // through the library: the same statuses, and NULL args
     {
         BadInput t;
@@ -707,6 +778,7 @@ TEST(AppendKVAbi, FieldOffsets)
     EXPECT_EQ(ckt_fmha_appendkv_args_offset("sizeof"), sizeof(ckt_fmha_appendkv_args));
     EXPECT_EQ(ckt_fmha_appendkv_args_offset("rotary_sin"), offsetof(ckt_fmha_appendkv_args, rotary_sin));
     EXPECT_EQ(ckt_fmha_appendkv_args_offset("vnew_stride_s"), offsetof(ckt_fmha_appendkv_args, vnew_stride_s));
+    EXPECT_EQ(ckt_fmha_appendkv_args_offset("kv_last_page_len"), offsetof(ckt_fmha_appendkv_args, kv_last_page_len));
     EXPECT_EQ(ckt_fmha_appendkv_args_offset("nope"), (size_t)-1);
 }
 

@@ -870,12 +870,14 @@ TEST(KvCachePaged, PoolPast4GBPrefill)
     pool_past_4gb(64, 4, 130, {200, 150});
 }
 
-// Append-KV into a paged cache (vLLM table, rotary on K and Q), then the
-// forward over the same pages: the pool against the append's reference on a
-// host copy, every byte outside the written rows untouched, and the
-// attention against the forward's reference over the reference's pool.
+// Append-KV into a paged cache (vLLM table or sglang-style tables, rotary on
+// K and Q), then the forward over the same pages: the pool against the
+// append's reference on a host copy, every byte outside the written rows
+// untouched, and the attention against the forward's reference over the
+// reference's pool. sglang's tables describe the cache after the append (the
+// forward takes the same arrays); their pages are the vLLM rows' first ones.
 struct PagedAppend {
-    int page_size, rd, inter, cbi;
+    int page_size, rd, inter, cbi, sgl;
 };
 
 class KvCachePagedAppend : public ::testing::TestWithParam<PagedAppend> {};
@@ -896,6 +898,15 @@ TEST_P(KvCachePagedAppend, WritesThePagesThenAttends)
         table[i] = ids[i];
     for (int b = 0; b < B; b++)
         cbi[b] = pa.cbi ? B - b : b;
+    // sglang: entry b's pages after the append, len_b + S_NEW keys
+    std::vector<int32_t> indptr(B + 1, 0), indices, last(B);
+    for (int b = 0; b < B; b++) {
+        const int n = (len[b] + S_NEW + PS - 1) / PS;
+        for (int p = 0; p < n; p++)
+            indices.push_back(table[(size_t)b * max_pages + p]);
+        indptr[b + 1] = indptr[b] + n;
+        last[b] = len[b] + S_NEW - (n - 1) * PS;
+    }
     // pool [page][pos][hk][d], all filled (old tokens and garbage alike)
     const int64_t ss = (int64_t)HK * D, sp = PS * ss;
     std::vector<uint16_t> kc((size_t)num_pages * sp), vc(kc.size()), q((size_t)B * S_NEW * H * D);
@@ -928,6 +939,10 @@ TEST_P(KvCachePagedAppend, WritesThePagesThenAttends)
     ckt_fmha_appendkv_args h = a;
     h.q = q_ref.data(), h.k_new = kn.data(), h.v_new = vn.data(), h.k_cache = kc_ref.data(), h.v_cache = vc_ref.data();
     h.block_table = table.data(), h.seqlen_k_ptr = len.data(), h.cache_batch_idx = pa.cbi ? cbi.data() : nullptr;
+    if (pa.sgl) {
+        h.block_table = nullptr, h.seqlen_k_ptr = nullptr, h.max_pages_per_seq = 0;
+        h.kv_indptr = indptr.data(), h.kv_indices = indices.data(), h.kv_last_page_len = last.data();
+    }
     h.rotary_cos = pa.rd ? cs.data() : nullptr, h.rotary_sin = pa.rd ? sn.data() : nullptr;
     ASSERT_EQ(ckt_ref_fmha_appendkv(&h), CKT_SUCCESS) << ckt_last_error();
     // the kernel
@@ -936,8 +951,13 @@ TEST_P(KvCachePagedAppend, WritesThePagesThenAttends)
     d.q = bufs.dev(q.data(), q.size() * 2);
     d.k_new = bufs.dev(kn.data(), kn.size() * 2), d.v_new = bufs.dev(vn.data(), vn.size() * 2);
     d.k_cache = bufs.dev(kc.data(), kc.size() * 2), d.v_cache = bufs.dev(vc.data(), vc.size() * 2);
-    d.block_table = (const int32_t *)bufs.dev(table.data(), table.size() * 4);
-    d.seqlen_k_ptr = (const int32_t *)bufs.dev(len.data(), len.size() * 4);
+    d.block_table = pa.sgl ? nullptr : (const int32_t *)bufs.dev(table.data(), table.size() * 4);
+    d.seqlen_k_ptr = pa.sgl ? nullptr : (const int32_t *)bufs.dev(len.data(), len.size() * 4);
+    if (pa.sgl) {
+        d.kv_indptr = (const int32_t *)bufs.dev(indptr.data(), indptr.size() * 4);
+        d.kv_indices = (const int32_t *)bufs.dev(indices.data(), indices.size() * 4);
+        d.kv_last_page_len = (const int32_t *)bufs.dev(last.data(), last.size() * 4);
+    }
     d.cache_batch_idx = pa.cbi ? (const int32_t *)bufs.dev(cbi.data(), cbi.size() * 4) : nullptr;
     d.rotary_cos = pa.rd ? (const float *)bufs.dev(cs.data(), cs.size() * 4) : nullptr;
     d.rotary_sin = pa.rd ? (const float *)bufs.dev(sn.data(), sn.size() * 4) : nullptr;
@@ -975,11 +995,17 @@ TEST_P(KvCachePagedAppend, WritesThePagesThenAttends)
     ckt_fmha_fwd_args fh = f;
     fh.q = q_ref.data(), fh.k = kc_ref.data(), fh.v = vc_ref.data(), fh.block_table = table.data();
     fh.seqlen_k_ptr = lk.data(), fh.cache_batch_idx = pa.cbi ? cbi.data() : nullptr;
+    if (pa.sgl) { // the append's tables, unchanged
+        fh.block_table = nullptr, fh.seqlen_k_ptr = nullptr, fh.max_pages_per_seq = 0;
+        fh.kv_indptr = indptr.data(), fh.kv_indices = indices.data(), fh.kv_last_page_len = last.data();
+    }
     std::vector<float> o_ref(q.size(), 0.0f);
     ASSERT_EQ(ckt_ref_fmha_fwd(&fh, o_ref.data(), nullptr), CKT_SUCCESS) << ckt_last_error();
     ckt_fmha_fwd_args fd = f;
     fd.q = d.q, fd.k = d.k_cache, fd.v = d.v_cache, fd.block_table = d.block_table, fd.cache_batch_idx = d.cache_batch_idx;
-    fd.seqlen_k_ptr = (const int32_t *)bufs.dev(lk.data(), lk.size() * 4);
+    fd.seqlen_k_ptr = pa.sgl ? nullptr : (const int32_t *)bufs.dev(lk.data(), lk.size() * 4);
+    fd.kv_indptr = d.kv_indptr, fd.kv_indices = d.kv_indices, fd.kv_last_page_len = d.kv_last_page_len;
+    fd.max_pages_per_seq = fh.max_pages_per_seq;
     fd.o = bufs.dev(nullptr, q.size() * 2);
     ASSERT_EQ(ckt_fmha_fwd(&fd, nullptr), CKT_SUCCESS) << ckt_last_error();
     ASSERT_EQ(ckt_rt_device_synchronize(), CKT_SUCCESS);
@@ -991,11 +1017,14 @@ TEST_P(KvCachePagedAppend, WritesThePagesThenAttends)
 }
 
 INSTANTIATE_TEST_SUITE_P(Pages, KvCachePagedAppend,
-                         ::testing::Values(PagedAppend{1, 0, 0, 0}, PagedAppend{16, 64, 1, 1}, PagedAppend{16, 32, 0, 0},
-                                           PagedAppend{48, 16, 0, 1}, PagedAppend{3, 64, 0, 0}),
+                         ::testing::Values(PagedAppend{1, 0, 0, 0, 0}, PagedAppend{16, 64, 1, 1, 0},
+                                           PagedAppend{16, 32, 0, 0, 0}, PagedAppend{48, 16, 0, 1, 0},
+                                           PagedAppend{3, 64, 0, 0, 0}, PagedAppend{1, 64, 1, 0, 1},
+                                           PagedAppend{3, 32, 0, 0, 1}, PagedAppend{16, 0, 0, 0, 1}),
                          [](const ::testing::TestParamInfo<PagedAppend> &i) {
                              return "ps" + std::to_string(i.param.page_size) + "_rd" + std::to_string(i.param.rd) +
-                                    (i.param.inter ? "_inter" : "") + (i.param.cbi ? "_cbi" : "");
+                                    (i.param.inter ? "_inter" : "") + (i.param.cbi ? "_cbi" : "") +
+                                    (i.param.sgl ? "_sglang" : "");
                          });
 
 // Bad arguments: a status naming the argument, nothing launched.
