@@ -18,6 +18,12 @@
  *               theta = pos * 10000^(-2i / rotary_dim), fp32
  *   -rotary_interleaved  1: pairs (2i, 2i + 1) (GPT-J); 0: (i, i + rotary_dim / 2) (GPT-NeoX) (0)
  *   -cache_batch_idx     1: entry b appends to cache row 2b + 1 of a cache of 2b + 1 rows (0)
+ *   -page_block_size     0: a contiguous cache (default); n > 0: pools of n-row pages, each
+ *               cache row s_kcap rows of pages taken alternately from both ends of the pool;
+ *               then the forward reads the pages in batch mode (no group-mode view)
+ *   -table      vllm: a block table [cache rows][pages] + lengths (default); sglang: kv_indptr /
+ *               kv_indices / kv_last_page_len of the cache after the append (the forward takes
+ *               the same arrays; needs -page_block_size, no -cache_batch_idx)
  *   -mask       of the attention: 0 none; 1 or t; 2 or b (default: decode / chunked prefill);
  *               t:l,r / b:l,r sliding window
  *   -iperm      layout of q, k/v new and the cache: 1 = [b][h][s][d], 0 = [b][s][h][d] (0)
@@ -68,8 +74,8 @@ static int close16(const void *got, const void *want, size_t i, ckt_dtype dt, do
 int main(int argc, char **argv)
 {
     static const char *const known[] = {"b", "h", "h_k", "s", "s_k", "s_knew", "s_kcap", "d", "rotary_dim",
-                                        "rotary_interleaved", "cache_batch_idx", "mask", "iperm", "prec", "v",
-                                        "seed", "warmup", "repeat", "json", NULL};
+                                        "rotary_interleaved", "cache_batch_idx", "page_block_size", "table", "mask",
+                                        "iperm", "prec", "v", "seed", "warmup", "repeat", "json", NULL};
     if (fmha_check_options(argc, argv, known))
         return 2;
     const int batch = (int)ckt_arg_int(argc, argv, "b", 2), nhead = (int)ckt_arg_int(argc, argv, "h", 2);
@@ -79,6 +85,9 @@ int main(int argc, char **argv)
     const int d = (int)ckt_arg_int(argc, argv, "d", 64), rd = (int)ckt_arg_int(argc, argv, "rotary_dim", 0);
     const int inter = (int)ckt_arg_int(argc, argv, "rotary_interleaved", 0);
     const int use_cbi = (int)ckt_arg_int(argc, argv, "cache_batch_idx", 0);
+    const int page_size = (int)ckt_arg_int(argc, argv, "page_block_size", 0);
+    const char *table_s = ckt_arg_str(argc, argv, "table", "vllm");
+    const int sglang = strcmp(table_s, "sglang") == 0, paged = page_size > 0;
     const int bhsd = (int)ckt_arg_int(argc, argv, "iperm", 0);
     const int validate = (int)ckt_arg_int(argc, argv, "v", 1), json = (int)ckt_arg_int(argc, argv, "json", 0);
     const uint64_t seed = (uint64_t)ckt_arg_int(argc, argv, "seed", 11);
@@ -95,6 +104,12 @@ int main(int argc, char **argv)
     if (batch < 1 || batch > FMHA_MAX_BATCH || nhead < 1)
         return fmha_usage_error("-b must be in [1, 4096] and -h >= 1", NULL);
     nhead_k = nhead_k < 0 ? nhead : nhead_k;
+    if (!sglang && strcmp(table_s, "vllm") != 0)
+        return fmha_usage_error("-table must be vllm or sglang, got ", table_s);
+    if (page_size < 0)
+        return fmha_usage_error("-page_block_size must be >= 0", NULL);
+    if (sglang && (!paged || use_cbi))
+        return fmha_usage_error("-table=sglang needs -page_block_size > 0 and no -cache_batch_idx", NULL);
     sq = sq < 0 ? s_knew : sq;
     static int lens[FMHA_MAX_BATCH];
     const int nlens = fmha_parse_list(ckt_arg_str(argc, argv, "s_k", "100"), lens, batch);
@@ -124,13 +139,45 @@ int main(int argc, char **argv)
     strides(&a.q_stride_b, &a.q_stride_h, &a.q_stride_s, bhsd, nhead, sq, d);
     strides(&a.knew_stride_b, &a.knew_stride_h, &a.knew_stride_s, bhsd, nhead_k, s_knew, d);
     strides(&a.vnew_stride_b, &a.vnew_stride_h, &a.vnew_stride_s, bhsd, nhead_k, s_knew, d);
-    strides(&a.k_stride_b, &a.k_stride_h, &a.k_stride_s, bhsd, nhead_k, cap, d);
-    strides(&a.v_stride_b, &a.v_stride_h, &a.v_stride_s, bhsd, nhead_k, cap, d);
+    /* the cache: cache_batch entries of cap rows, or a pool of pages (a
+     * page: page_size rows in the cache's layout), each cache row's pages
+     * taken alternately from the start and the end of the pool */
+    const int unit_rows = paged ? page_size : cap;
+    const int max_pages = paged ? (cap + page_size - 1) / page_size : 0, num_pages = cache_batch * max_pages;
+    strides(&a.k_stride_b, &a.k_stride_h, &a.k_stride_s, bhsd, nhead_k, unit_rows, d);
+    strides(&a.v_stride_b, &a.v_stride_h, &a.v_stride_s, bhsd, nhead_k, unit_rows, d);
+    int32_t *table = NULL, *indptr = NULL, *indices = NULL, *last = NULL;
+    static int32_t flk[FMHA_MAX_BATCH]; /* keys after the append */
+    for (int b = 0; b < batch; b++)
+        flk[b] = len[b] + s_knew;
+    if (paged) {
+        table = (int32_t *)fmha_host_alloc((size_t)num_pages, 4);
+        for (int i = 0; i < num_pages; i++)
+            table[i] = i % 2 == 0 ? i / 2 : num_pages - 1 - i / 2;
+        a.page_size = page_size, a.num_pages = num_pages;
+        if (sglang) { /* entry b: the first pages of table row b that hold its keys after the append */
+            indptr = (int32_t *)fmha_host_alloc((size_t)batch + 1, 4);
+            indices = (int32_t *)fmha_host_alloc((size_t)num_pages + 1, 4);
+            last = (int32_t *)fmha_host_alloc((size_t)batch, 4);
+            indptr[0] = 0;
+            for (int b = 0; b < batch; b++) {
+                const int n = (flk[b] + page_size - 1) / page_size;
+                for (int p = 0; p < n; p++)
+                    indices[indptr[b] + p] = table[(size_t)b * max_pages + p];
+                indptr[b + 1] = indptr[b] + n;
+                last[b] = n > 0 ? flk[b] - (n - 1) * page_size : 0;
+            }
+            a.seqlen_k = 0; /* the tables give the lengths */
+        } else {
+            a.max_pages_per_seq = max_pages;
+        }
+    }
 
     const size_t es = ckt_dtype_size(dt);
     const size_t nq = span(batch, nhead, sq, d, a.q_stride_b, a.q_stride_h, a.q_stride_s);
     const size_t nn = span(batch, nhead_k, s_knew, d, a.knew_stride_b, a.knew_stride_h, a.knew_stride_s);
-    const size_t nc = span(cache_batch, nhead_k, cap, d, a.k_stride_b, a.k_stride_h, a.k_stride_s);
+    const size_t nc = span(paged ? num_pages : cache_batch, nhead_k, unit_rows, d, a.k_stride_b, a.k_stride_h,
+                           a.k_stride_s);
     void *hq = fmha_host_alloc(nq, es), *hkn = fmha_host_alloc(nn, es), *hvn = fmha_host_alloc(nn, es);
     void *hkc = fmha_host_alloc(nc, es), *hvc = fmha_host_alloc(nc, es);
     const ckt_init in = ckt_init_uniform(-1.0f, 1.0f);
@@ -159,26 +206,60 @@ int main(int argc, char **argv)
     da.v_cache = fmha_device_copy(hvc, nc * es);
     da.rotary_cos = rd ? (const float *)fmha_device_copy(hcos, ntab * 4) : NULL;
     da.rotary_sin = rd ? (const float *)fmha_device_copy(hsin, ntab * 4) : NULL;
-    da.seqlen_k_ptr = nlens == 1 ? NULL : (const int32_t *)fmha_device_copy(len, (size_t)batch * 4);
+    da.seqlen_k_ptr = nlens == 1 || sglang ? NULL : (const int32_t *)fmha_device_copy(len, (size_t)batch * 4);
     da.cache_batch_idx = use_cbi ? (const int32_t *)fmha_device_copy(cbi, (size_t)batch * 4) : NULL;
+    if (paged && !sglang)
+        da.block_table = (const int32_t *)fmha_device_copy(table, (size_t)num_pages * 4);
+    if (sglang) {
+        da.kv_indptr = (const int32_t *)fmha_device_copy(indptr, (size_t)(batch + 1) * 4);
+        da.kv_indices = (const int32_t *)fmha_device_copy(indices, (size_t)(indptr[batch] + 1) * 4);
+        da.kv_last_page_len = (const int32_t *)fmha_device_copy(last, (size_t)batch * 4);
+    }
     CHECK(run_append(&da, NULL));
     CHECK(ckt_rt_device_synchronize());
 
-    /* >>device: attention over the updated cache, the forward in group mode
-     * reading the cache in place (ckt/fmha/appendkv_fwd.h): entry b's keys
-     * are its len_b + s_knew cache rows, its queries the rotated q */
-    ckt_fmha_fwd_args f;
-    static int32_t fsq[FMHA_MAX_BATCH + 1], fsk[FMHA_MAX_BATCH + 1], flq[FMHA_MAX_BATCH], flk[FMHA_MAX_BATCH];
-    CHECK(ckt_fmha_appendkv_fwd_args(&f, fsq, fsk, flq, flk, &da, len, use_cbi ? cbi : NULL, NULL));
+    /* >>device: attention over the updated cache. Contiguous: the forward in
+     * group mode reading the cache in place (ckt/fmha/appendkv_fwd.h):
+     * entry b's keys are its len_b + s_knew cache rows, its queries the
+     * rotated q. Paged: the forward in batch mode over the same pool and
+     * tables (vLLM: lengths len_b + s_knew; sglang: the same arrays). f has
+     * the device arrays, fview the host's (reference, FLOPs). */
+    ckt_fmha_fwd_args f = CKT_ZERO_INIT, fview;
+    static int32_t fsq[FMHA_MAX_BATCH + 1], fsk[FMHA_MAX_BATCH + 1], flq[FMHA_MAX_BATCH];
+    if (!paged) {
+        CHECK(ckt_fmha_appendkv_fwd_args(&f, fsq, fsk, flq, flk, &da, len, use_cbi ? cbi : NULL, NULL));
+        fview = f;
+        fview.seqstart_q = fsq, fview.seqstart_k = fsk, fview.seqlen_q_ptr = flq, fview.seqlen_k_ptr = flk;
+        f.seqstart_q = (const int32_t *)fmha_device_copy(fsq, (size_t)(batch + 1) * 4);
+        f.seqstart_k = (const int32_t *)fmha_device_copy(fsk, (size_t)(batch + 1) * 4);
+        f.seqlen_q_ptr = (const int32_t *)fmha_device_copy(flq, (size_t)batch * 4);
+        f.seqlen_k_ptr = (const int32_t *)fmha_device_copy(flk, (size_t)batch * 4);
+    } else {
+        f.dtype = dt, f.batch = batch, f.nhead_q = nhead, f.nhead_k = nhead_k, f.hdim_q = f.hdim_v = d;
+        f.seqlen_q = sq, f.seqlen_k = max_len + s_knew;
+        f.q = da.q, f.k = da.k_cache, f.v = da.v_cache;
+        f.q_stride_b = f.o_stride_b = a.q_stride_b, f.q_stride_h = f.o_stride_h = a.q_stride_h;
+        f.q_stride_s = f.o_stride_s = a.q_stride_s;
+        f.k_stride_b = a.k_stride_b, f.k_stride_h = a.k_stride_h, f.k_stride_s = a.k_stride_s;
+        f.v_stride_b = a.v_stride_b, f.v_stride_h = a.v_stride_h, f.v_stride_s = a.v_stride_s;
+        f.page_size = page_size, f.num_pages = num_pages;
+        f.block_table = da.block_table, f.max_pages_per_seq = a.max_pages_per_seq;
+        f.cache_batch_idx = da.cache_batch_idx, f.cache_batch = a.cache_batch;
+        f.kv_indptr = da.kv_indptr, f.kv_indices = da.kv_indices, f.kv_last_page_len = da.kv_last_page_len;
+        fview = f;
+        fview.block_table = sglang ? NULL : table, fview.cache_batch_idx = use_cbi ? cbi : NULL;
+        fview.kv_indptr = indptr, fview.kv_indices = indices, fview.kv_last_page_len = last;
+        if (!sglang) {
+            fview.seqlen_k_ptr = flk;
+            f.seqlen_k_ptr = (const int32_t *)fmha_device_copy(flk, (size_t)batch * 4);
+        }
+    }
     f.mask = fm.mask, f.window_left = fm.window_left, f.window_right = fm.window_right;
+    fview.mask = f.mask, fview.window_left = f.window_left, fview.window_right = f.window_right;
     ckt_fmha_fwd_args df = f;
     void *dout = NULL;
     CHECK(ckt_rt_malloc(&dout, nq * es));
     df.o = dout;
-    df.seqstart_q = (const int32_t *)fmha_device_copy(fsq, (size_t)(batch + 1) * 4);
-    df.seqstart_k = (const int32_t *)fmha_device_copy(fsk, (size_t)(batch + 1) * 4);
-    df.seqlen_q_ptr = (const int32_t *)fmha_device_copy(flq, (size_t)batch * 4);
-    df.seqlen_k_ptr = (const int32_t *)fmha_device_copy(flk, (size_t)batch * 4);
     const ckt_fmha_fwd_instance *inst = ckt_fmha_fwd_select(&df);
     CHECK(run_fwd(&df, NULL));
     CHECK(ckt_rt_device_synchronize());
@@ -201,14 +282,15 @@ int main(int argc, char **argv)
         h.rotary_cos = rd ? hcos : NULL, h.rotary_sin = rd ? hsin : NULL;
         h.seqlen_k_ptr = da.seqlen_k_ptr ? len : NULL;
         h.cache_batch_idx = use_cbi ? cbi : NULL;
+        h.block_table = paged && !sglang ? table : NULL;
+        h.kv_indptr = indptr, h.kv_indices = indices, h.kv_last_page_len = last;
         CHECK(ckt_ref_fmha_appendkv(&h));
         for (size_t i = 0; i < nq; i++)
             append_bad += !close16(gq, hq, i, dt, tol);
         for (size_t i = 0; i < nc; i++)
             append_bad += !close16(gkc, hkc, i, dt, tol) + !close16(gvc, hvc, i, dt, tol);
-        ckt_fmha_fwd_args fh = f;
+        ckt_fmha_fwd_args fh = fview;
         fh.q = hq, fh.k = hkc, fh.v = hvc;
-        fh.seqstart_q = fsq, fh.seqstart_k = fsk, fh.seqlen_q_ptr = flq, fh.seqlen_k_ptr = flk;
         float *o_ref = (float *)fmha_host_alloc(nq, 4);
         CHECK(ckt_ref_fmha_fwd(&fh, o_ref, NULL));
         ckt_status s = ckt_ref_fmha_compare(&ro, NULL, &fh, go, NULL, o_ref, NULL, tol, tol);
@@ -233,8 +315,7 @@ int main(int argc, char **argv)
     const double row_bytes = (double)d * (double)es;
     const double append_bytes = 2.0 * 2.0 * batch * nhead_k * (double)s_knew * row_bytes /* K, V: read, written */
                               + (rd ? 2.0 * batch * nhead * (double)sq * row_bytes : 0.0); /* Q: read, written */
-    ckt_fmha_fwd_args fh_sizes = f; /* host view of the sizes, for the FLOP count */
-    fh_sizes.seqstart_q = fsq, fh_sizes.seqstart_k = fsk, fh_sizes.seqlen_q_ptr = flq, fh_sizes.seqlen_k_ptr = flk;
+    const ckt_fmha_fwd_args fh_sizes = fview; /* host view of the sizes, for the FLOP count */
     double kv_rows = 0.0;
     for (int b = 0; b < batch; b++)
         kv_rows += flk[b];
@@ -247,27 +328,34 @@ int main(int argc, char **argv)
     fmha_mask_string(mask_s, sizeof mask_s, &f);
     const char *valid = validate ? (rc == 0 ? "y" : "n") : "-";
     fprintf(report,
-            "[%s|%s] b:%d, h:%d/%d, s:%d, s_k:%d(max)+%d, cap:%d, d:%d, rotary:%d%s, cache_batch_idx:%d, mask:%s [%s]\n"
+            "[%s|%s] b:%d, h:%d/%d, s:%d, s_k:%d(max)+%d, cap:%d, d:%d, rotary:%d%s, cache_batch_idx:%d, page:%d%s, "
+            "mask:%s [%s]\n"
             "  appendkv: %.4f ms, %.4g GB/s;  fwd (%s): %.4f ms, %.4g TFlops, %.4g GB/s;  valid:%s\n",
             prec, bhsd ? "bhsd" : "bshd", batch, nhead, nhead_k, sq, max_len, s_knew, cap, d, rd,
-            rd ? (inter ? " interleaved" : " half") : "", use_cbi, mask_s, props.backend, (double)ta.median_ms, a_gbs,
+            rd ? (inter ? " interleaved" : " half") : "", use_cbi, page_size, paged ? (sglang ? " sglang" : " vllm") : "",
+            mask_s, props.backend, (double)ta.median_ms, a_gbs,
             inst ? inst->name : "?", (double)tf.median_ms, f_tflops, f_gbs, valid);
     if (json)
         printf("{\"example\":\"fmha_fwd_appendkv\",\"backend\":\"%s\",\"device\":\"%s\",\"prec\":\"%s\",\"b\":%d,"
                "\"h\":%d,\"h_k\":%d,\"s\":%d,\"s_k_max\":%d,\"s_knew\":%d,\"s_kcap\":%d,\"d\":%d,\"rotary_dim\":%d,"
-               "\"rotary_interleaved\":%d,\"cache_batch_idx\":%d,\"mask\":\"%s\",\"valid\":%s,"
+               "\"rotary_interleaved\":%d,\"cache_batch_idx\":%d,\"page_block_size\":%d,\"table\":\"%s\","
+               "\"mask\":\"%s\",\"valid\":%s,"
                "\"append_ms\":%.6f,\"append_gbs\":%.6g,\"fwd_ms\":%.6f,\"fwd_tflops\":%.6g,\"fwd_gbs\":%.6g}\n",
                props.backend, props.name, prec, batch, nhead, nhead_k, sq, max_len, s_knew, cap, d, rd, inter,
-               use_cbi, mask_s, validate ? (rc == 0 ? "true" : "false") : "null", (double)ta.median_ms, a_gbs,
+               use_cbi, page_size, paged ? table_s : "", mask_s, validate ? (rc == 0 ? "true" : "false") : "null",
+               (double)ta.median_ms, a_gbs,
                (double)tf.median_ms, f_tflops, f_gbs);
 
     ckt_rt_free(da.q), ckt_rt_free((void *)da.k_new), ckt_rt_free((void *)da.v_new);
     ckt_rt_free(da.k_cache), ckt_rt_free(da.v_cache);
     ckt_rt_free((void *)da.rotary_cos), ckt_rt_free((void *)da.rotary_sin);
     ckt_rt_free((void *)da.seqlen_k_ptr), ckt_rt_free((void *)da.cache_batch_idx);
+    ckt_rt_free((void *)da.block_table), ckt_rt_free((void *)da.kv_indptr);
+    ckt_rt_free((void *)da.kv_indices), ckt_rt_free((void *)da.kv_last_page_len);
     ckt_rt_free(dout);
     ckt_rt_free((void *)df.seqstart_q), ckt_rt_free((void *)df.seqstart_k);
     ckt_rt_free((void *)df.seqlen_q_ptr), ckt_rt_free((void *)df.seqlen_k_ptr);
     free(hq), free(hkn), free(hvn), free(hkc), free(hvc), free(hcos), free(hsin);
+    free(table), free(indptr), free(indices), free(last);
     return rc;
 }
