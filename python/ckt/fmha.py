@@ -804,10 +804,32 @@ def _lens_after(cache_seqlens, snew, like):
     return host_int32([v + snew for v in read_int32(cache_seqlens, "cache_seqlens")], like, "cache_seqlens")
 
 
+def _sglang_tables(indptr, indices, last, b, like, keep):
+    """None without sglang-style tables, else their Tensors (indptr [b + 1], indices [n], last [b],
+    int32; lists are copied to memory like q's, kept alive in keep)."""
+    given = {"kv_indptr": indptr, "kv_indices": indices, "kv_last_page_len": last}
+    if all(v is None for v in given.values()):
+        return None
+    ts = []
+    for name, x in given.items():
+        if x is None:
+            other = next(n for n, v in given.items() if v is not None)
+            raise CktError(f"{name}: None, but {other} is given (sglang's tables come as three)")
+        obj, t = host_int32(x, like, name) if isinstance(x, (list, tuple)) else (x, as_tensor(x, name=name))
+        want = {"kv_indptr": b + 1, "kv_last_page_len": b}.get(name)
+        if t.dtype != "int32" or t.ndim != 1 or not t.is_contiguous() or (want is not None and t.shape[0] != want):
+            raise CktError(f"{name}: {t.dtype} {t.shape}, expected contiguous int32 "
+                           f"({want if want is not None else 'n'},)")
+        keep.append(obj)
+        ts.append(t)
+    return ts
+
+
 def with_kvcache(q, k_cache, v_cache, k_new=None, v_new=None, cache_seqlens=None, rotary_cos=None, rotary_sin=None,
                  rotary_interleaved=True, cache_batch_idx=None, block_table=None, causal=False, window=None,
                  softcap=0.0, scale=None, num_splits=0, return_lse=False, out=None, stream=None, lib=None, sink=None,
-                 bias=None, alibi_slopes=None):
+                 bias=None, alibi_slopes=None, kv_indptr=None, kv_indices=None, kv_last_page_len=None,
+                 max_seqlen_k=None):
     """Decoding with a KV cache, FlashAttention's flash_attn_with_kvcache: appends k_new / v_new to the
     cache in place (ckt_fmha_appendkv, rotating k_new and q by the rotary tables) and attends over
     each entry's first cache_seqlens[b] + s_new cache rows (ckt_fmha_fwd over the cache in place:
@@ -833,6 +855,14 @@ def with_kvcache(q, k_cache, v_cache, k_new=None, v_new=None, cache_seqlens=None
     for an int cache_seqlens), indexed by entry b and key position j in the sequence (whatever
     page holds it). alibi_slopes: float32 [h] or [b, h], distances from the bottom-right diagonal
     (FlashAttention's: -slope * |i + len - sq - j|). No gradients here.
+
+    sglang-style page tables instead of block_table and cache_seqlens: kv_indptr int32 [b + 1],
+    kv_indices int32 [n], kv_last_page_len int32 [b], describing the cache AFTER the append (entry
+    b's pages kv_indices[kv_indptr[b]:kv_indptr[b + 1]], its keys (pages - 1) * page_size +
+    kv_last_page_len[b], the s_new new ones included; the pool as with block_table). No
+    cache_batch_idx. max_seqlen_k: the most keys of an entry (read from host tables; for device
+    tensors, without it, bounded by len(kv_indices) * page_size, which only costs the split
+    heuristic and the bias width).
 
     With torch tensors nothing is read back to the host (cache_seqlens stays on the device); the
     library checks what it can read and the kernels stay in bounds for the rest."""
@@ -861,7 +891,24 @@ def with_kvcache(q, k_cache, v_cache, k_new=None, v_new=None, cache_seqlens=None
     keep = []
     # the cache: contiguous [b_c, s_cache, ...] or a pool [num_pages, page_size, ...] and its table
     bt = None
-    if block_table is not None:
+    sgl = _sglang_tables(kv_indptr, kv_indices, kv_last_page_len, b, q, keep)
+    if sgl is not None:
+        for name, given in (("block_table", block_table), ("cache_seqlens", cache_seqlens),
+                            ("cache_batch_idx", cache_batch_idx)):
+            if given is not None:
+                raise CktError(f"{name}: given with kv_indptr / kv_indices / kv_last_page_len (sglang's tables "
+                               f"select the pages and give the lengths, the new tokens included)")
+        page_size, num_pages, bc = kd["s"], kd["b"], b
+        if max_seqlen_k is None:
+            host = not any(is_torch(x) for x in (kv_indptr, kv_last_page_len))
+            if host:
+                ip, lp = read_int32(kv_indptr, "kv_indptr"), read_int32(kv_last_page_len, "kv_last_page_len")
+                max_seqlen_k = max([(ip[i + 1] - ip[i] - 1) * page_size + lp[i] if ip[i + 1] > ip[i] else 0
+                                    for i in range(b)] + [0])
+            else:
+                max_seqlen_k = sgl[1].shape[0] * page_size
+        capacity = max_seqlen_k
+    elif block_table is not None:
         bt_obj = block_table
         bt = as_tensor(block_table, name="block_table")
         if bt.dtype != "int32" or bt.ndim != 2 or not bt.is_contiguous():
@@ -875,7 +922,9 @@ def with_kvcache(q, k_cache, v_cache, k_new=None, v_new=None, cache_seqlens=None
 
     # the lengths: before the append (appendkv) and after it (the forward's keys)
     lens_t = fwd_lens_t = None
-    if cache_seqlens is None:
+    if sgl is not None:
+        seqlen_k = capacity
+    elif cache_seqlens is None:
         if kn is not None:
             raise CktError("cache_seqlens: None, but k_new is given (where would it go?)")
         if bt is not None:
@@ -930,6 +979,9 @@ def with_kvcache(q, k_cache, v_cache, k_new=None, v_new=None, cache_seqlens=None
         if bt is not None:
             a.page_size, a.num_pages = page_size, num_pages
             a.block_table, a.max_pages_per_seq = bt.ptr, bt.shape[1]
+        if sgl is not None:
+            a.page_size, a.num_pages = page_size, num_pages
+            a.kv_indptr, a.kv_indices, a.kv_last_page_len = (t.ptr for t in sgl)
 
     # 1: append + rotate (nothing to do without new tokens or a rotation)
     if kn is not None or rot:
@@ -938,7 +990,7 @@ def with_kvcache(q, k_cache, v_cache, k_new=None, v_new=None, cache_seqlens=None
         a.q, a.k_cache, a.v_cache = qt.ptr, kc.ptr, vc.ptr
         a.k_new, a.v_new = (kn.ptr, vn.ptr) if kn is not None else (None, None)
         a.batch, a.nhead_q, a.nhead_k, a.hdim_q, a.hdim_v = b, h, hk, d, dv
-        a.seqlen_q, a.seqlen_knew, a.seqlen_k = sq, snew, seqlen_k
+        a.seqlen_q, a.seqlen_knew, a.seqlen_k = sq, snew, 0 if sgl is not None else seqlen_k
         a.cache_seqlen = capacity
         _set_bhs(a, "q", _bhsd(qt, "bshd"))
         cache_fields(a)
@@ -967,7 +1019,7 @@ def with_kvcache(q, k_cache, v_cache, k_new=None, v_new=None, cache_seqlens=None
     f.q, f.k, f.v, f.o = qt.ptr, kc.ptr, vc.ptr, ot.ptr
     f.batch, f.nhead_q, f.nhead_k, f.hdim_q, f.hdim_v = b, h, hk, d, dv
     f.seqlen_q = sq
-    f.seqlen_k = capacity if fwd_lens_t is not None else seqlen_k + snew
+    f.seqlen_k = capacity if fwd_lens_t is not None or sgl is not None else seqlen_k + snew
     f.seqlen_k_ptr = fwd_lens_t.ptr if fwd_lens_t is not None else None
     _set_bhs(f, "q", _bhsd(qt, "bshd"))
     _set_bhs(f, "o", _bhsd(ot, "bshd"))

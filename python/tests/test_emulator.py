@@ -733,7 +733,8 @@ class Errors(unittest.TestCase):
 
 class KVCache(unittest.TestCase):
     def run_case(self, b=3, bc=None, h=4, hk=2, d=64, scap=48, lens=(10, 0, 30), snew=3, sq=3, rotary_dim=32,
-                 interleaved=True, causal=True, cbi=None, scalar_len=None, as_list=False, page=0, num_splits=0):
+                 interleaved=True, causal=True, cbi=None, scalar_len=None, as_list=False, page=0, num_splits=0,
+                 sglang=False):
         bc = bc or b
         kc, vc = randn(bc, scap, hk, d), randn(bc, scap, hk, d)
         kc0, vc0 = kc.copy(), vc.copy()
@@ -759,10 +760,17 @@ class KVCache(unittest.TestCase):
         else:
             seqlens = list(lens) if as_list else np.array(lens, np.int32)
         cbi_arr = np.array(cbi, np.int32) if cbi is not None else None
+        kw = dict(cache_seqlens=seqlens, cache_batch_idx=cbi_arr, block_table=table)
+        if sglang:  # the same pages as sglang's tables of the cache after the append
+            n = [-(-(L + snew) // page) for L in lens]
+            indptr = np.concatenate([[0], np.cumsum(n)]).astype(np.int32)
+            indices = np.concatenate([table[i, :n[i]] for i in range(b)]).astype(np.int32)
+            last = [L + snew - (k - 1) * page if k else 0 for L, k in zip(lens, n)]
+            kw = dict(kv_indptr=indptr, kv_indices=indices, kv_last_page_len=last if as_list else
+                      np.array(last, np.int32))
         o, lse = ckt.fmha.with_kvcache(q, pool_k if page else kc, pool_v if page else vc, kn, vn,
-                                       cache_seqlens=seqlens, rotary_cos=cos, rotary_sin=sin,
-                                       rotary_interleaved=interleaved, cache_batch_idx=cbi_arr, block_table=table,
-                                       causal=causal, num_splits=num_splits, return_lse=True)
+                                       rotary_cos=cos, rotary_sin=sin, rotary_interleaved=interleaved,
+                                       causal=causal, num_splits=num_splits, return_lse=True, **kw)
         if page:
             kc, vc = unpage(pool_k), unpage(pool_v)
         self.assertEqual((o.shape, lse.shape), ((b, sq, h, d), (b, h, sq)))
@@ -809,6 +817,12 @@ class KVCache(unittest.TestCase):
         for page in (1, 5, 16, 64):
             self.run_case(page=page, scap=50, lens=(10, 0, 33), snew=3, sq=3)
 
+    def test_paged_sglang(self):
+        for page in (1, 3, 16):
+            self.run_case(page=page, scap=50, lens=(10, 0, 33), snew=3, sq=3, sglang=True)
+        self.run_case(page=5, scap=60, lens=(41, 2, 0), snew=1, sq=1, rotary_dim=0, sglang=True, as_list=True,
+                      num_splits=2)
+
     def test_paged_cache_batch_idx_decode(self):
         self.run_case(b=2, bc=3, page=7, scap=40, lens=(17, 30), cbi=(2, 0), snew=1, sq=1, rotary_dim=0)
 
@@ -832,6 +846,16 @@ class KVCache(unittest.TestCase):
         self.assert_err("cache_seqlens: None with a block_table", q, kc, kc.copy(),
                         block_table=np.zeros((2, 2), np.int32))
         self.assert_err("num_splits: -1", q, kc, kc.copy(), kn, kn, cache_seqlens=0, num_splits=-1)
+        ip, ix, lp = np.array([0, 1, 2], np.int32), np.array([0, 1], np.int32), np.array([4, 4], np.int32)
+        self.assert_err("kv_last_page_len: None, but kv_indptr", q, kc, kc.copy(), kn, kn, kv_indptr=ip,
+                        kv_indices=ix)
+        self.assert_err("cache_seqlens: given with kv_indptr", q, kc, kc.copy(), kn, kn, cache_seqlens=0,
+                        kv_indptr=ip, kv_indices=ix, kv_last_page_len=lp)
+        self.assert_err("kv_indptr: int32 (2,)", q, kc, kc.copy(), kn, kn, kv_indptr=ip[:2], kv_indices=ix,
+                        kv_last_page_len=lp)
+        e = self.assert_err("kv_last_page_len", q, kc, kc.copy(), kn, kn, kv_indptr=ip, kv_indices=ix,
+                            kv_last_page_len=np.array([2, 4], np.int32))  # 2 keys < 4 new tokens: the library
+        self.assertIn("seqlen_knew", e.detail)
         self.assert_err("k_new: shape (2, 4, 2, 32)", q, kc, kc.copy(), kn[..., :32], kn, cache_seqlens=0)
         cos = np.zeros((20, 8), np.float32)
         self.assert_err("rotary_cos: without causal", np.zeros((2, 3, 2, 64), np.float16), kc, kc.copy(),
