@@ -594,10 +594,58 @@ static inline ckt_status ckt__fmha_check_pages(const ckt_fmha_fwd_args *a)
     return CKT_SUCCESS;
 }
 
+/* The paging fields of a forward or an append: page_size >= 0; without
+ * pages, no table or pool size; with pages, one table style (a block table
+ * with its row length >= 1, or sglang's three arrays, which take neither
+ * cache_batch_idx nor seqlen_k_ptr: they select the pages and give the
+ * lengths), num_pages >= 1, the tables 4-byte aligned. */
+static inline ckt_status ckt__fmha_check_paging(int page_size, int num_pages, const int32_t *block_table,
+                                                int max_pages_per_seq, const int32_t *kv_indptr,
+                                                const int32_t *kv_indices, const int32_t *kv_last_page_len,
+                                                const int32_t *cache_batch_idx, const int32_t *seqlen_k_ptr)
+{
+    const int sgl = kv_indptr || kv_indices || kv_last_page_len;
+    if (page_size < 0)
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "page_size: %d is negative (0 = no paged cache)", page_size);
+    if (page_size == 0) {
+        const char *set = block_table ? "block_table" : kv_indptr ? "kv_indptr" : kv_indices ? "kv_indices"
+                        : kv_last_page_len ? "kv_last_page_len" : num_pages ? "num_pages"
+                        : max_pages_per_seq ? "max_pages_per_seq" : NULL;
+        if (set)
+            return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "%s: set, but page_size is 0 (no paged cache)", set);
+        return CKT_SUCCESS;
+    }
+    if (block_table && sgl)
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
+                         "block_table: set together with kv_indptr / kv_indices / kv_last_page_len (one page-table "
+                         "style per call)");
+    if (!block_table && !sgl)
+        return ckt__fail(CKT_ERROR_NULL_POINTER,
+                         "block_table: NULL (a paged cache needs block_table, or kv_indptr, kv_indices and "
+                         "kv_last_page_len)");
+    if (num_pages <= 0)
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "num_pages: %d (the pool's pages, >= 1)", num_pages);
+    if (block_table) {
+        CKT__FMHA_TRY(ckt__fmha_check_ptr(block_table, "block_table", 4));
+        if (max_pages_per_seq <= 0)
+            return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "max_pages_per_seq: %d (block_table's row length, >= 1)",
+                             max_pages_per_seq);
+        return CKT_SUCCESS;
+    }
+    CKT__FMHA_TRY(ckt__fmha_check_ptr(kv_indptr, "kv_indptr", 4));
+    CKT__FMHA_TRY(ckt__fmha_check_ptr(kv_indices, "kv_indices", 4));
+    CKT__FMHA_TRY(ckt__fmha_check_ptr(kv_last_page_len, "kv_last_page_len", 4));
+    if (cache_batch_idx)
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
+                         "cache_batch_idx: set with sglang-style tables (kv_indptr selects the pages)");
+    if (seqlen_k_ptr)
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
+                         "seqlen_k_ptr: set with sglang-style tables (kv_last_page_len gives the lengths)");
+    return CKT_SUCCESS;
+}
+
 static inline ckt_status ckt__fmha_check_fwd_cache(const ckt_fmha_fwd_args *a)
 {
-    const int vllm = a->block_table != NULL;
-    const int sgl = a->kv_indptr || a->kv_indices || a->kv_last_page_len;
     if (a->cache_batch < 0)
         return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "cache_batch: %d is negative (0 = batch)", a->cache_batch);
     if (a->num_splits < 0 || a->num_splits > CKT_FMHA_MAX_SPLITS)
@@ -605,50 +653,17 @@ static inline ckt_status ckt__fmha_check_fwd_cache(const ckt_fmha_fwd_args *a)
                          a->num_splits, CKT_FMHA_MAX_SPLITS);
     if (a->workspace)
         CKT__FMHA_TRY(ckt__fmha_check_ptr(a->workspace, "workspace", 16));
-    if (a->page_size < 0)
-        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "page_size: %d is negative (0 = no paged cache)", a->page_size);
-    if (a->page_size == 0) {
-        const char *set = vllm ? "block_table" : a->kv_indptr ? "kv_indptr" : a->kv_indices ? "kv_indices"
-                        : a->kv_last_page_len ? "kv_last_page_len" : a->num_pages ? "num_pages"
-                        : a->max_pages_per_seq ? "max_pages_per_seq" : NULL;
-        if (set)
-            return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "%s: set, but page_size is 0 (no paged cache)", set);
-        if (a->cache_batch_idx && a->group_mode)
-            return ckt__fail(CKT_ERROR_UNSUPPORTED,
-                             "cache_batch_idx: set in group mode with a contiguous cache (packed keys have no cache "
-                             "entries; use batch mode or a paged cache)");
-    } else {
-        if (vllm && sgl)
-            return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
-                             "block_table: set together with kv_indptr / kv_indices / kv_last_page_len (one page-table "
-                             "style per call)");
-        if (!vllm && !sgl)
-            return ckt__fail(CKT_ERROR_NULL_POINTER,
-                             "block_table: NULL (a paged cache needs block_table, or kv_indptr, kv_indices and "
-                             "kv_last_page_len)");
-        if (a->num_pages <= 0)
-            return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "num_pages: %d (the pool's pages, >= 1)", a->num_pages);
-        if (a->group_mode && a->seqstart_k)
-            return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
-                             "seqstart_k: set, but a paged cache has no packed keys (lengths: seqlen_k_ptr or the "
-                             "page table)");
-        if (vllm) {
-            CKT__FMHA_TRY(ckt__fmha_check_ptr(a->block_table, "block_table", 4));
-            if (a->max_pages_per_seq <= 0)
-                return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "max_pages_per_seq: %d (block_table's row length, >= 1)",
-                                 a->max_pages_per_seq);
-        } else {
-            CKT__FMHA_TRY(ckt__fmha_check_ptr(a->kv_indptr, "kv_indptr", 4));
-            CKT__FMHA_TRY(ckt__fmha_check_ptr(a->kv_indices, "kv_indices", 4));
-            CKT__FMHA_TRY(ckt__fmha_check_ptr(a->kv_last_page_len, "kv_last_page_len", 4));
-            if (a->cache_batch_idx)
-                return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
-                                 "cache_batch_idx: set with sglang-style tables (kv_indptr selects the pages)");
-            if (a->seqlen_k_ptr)
-                return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
-                                 "seqlen_k_ptr: set with sglang-style tables (kv_last_page_len gives the lengths)");
-        }
-    }
+    CKT__FMHA_TRY(ckt__fmha_check_paging(a->page_size, a->num_pages, a->block_table, a->max_pages_per_seq,
+                                         a->kv_indptr, a->kv_indices, a->kv_last_page_len, a->cache_batch_idx,
+                                         a->seqlen_k_ptr));
+    if (a->page_size == 0 && a->cache_batch_idx && a->group_mode)
+        return ckt__fail(CKT_ERROR_UNSUPPORTED,
+                         "cache_batch_idx: set in group mode with a contiguous cache (packed keys have no cache "
+                         "entries; use batch mode or a paged cache)");
+    if (a->page_size > 0 && a->group_mode && a->seqstart_k)
+        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
+                         "seqstart_k: set, but a paged cache has no packed keys (lengths: seqlen_k_ptr or the "
+                         "page table)");
     if (a->cache_batch_idx)
         CKT__FMHA_TRY(ckt__fmha_check_ptr(a->cache_batch_idx, "cache_batch_idx", 4));
 #if defined(CKT_BACKEND_CPU)
@@ -1000,42 +1015,10 @@ static inline ckt_status ckt_fmha_appendkv_validate(const ckt_fmha_appendkv_args
         return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "rotary_interleaved: %d (1 = pairs (2i, 2i+1), 0 = half-split)",
                          a->rotary_interleaved);
     const int cache_batch = a->cache_batch > 0 ? a->cache_batch : a->batch;
-    if (a->page_size < 0)
-        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "page_size: %d is negative (0 = a contiguous cache)", a->page_size);
-    const int sgl = a->kv_indptr || a->kv_indices || a->kv_last_page_len;
-    if (a->page_size == 0 && (a->block_table || sgl || a->num_pages || a->max_pages_per_seq))
-        return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "%s: set, but page_size is 0 (no paged cache)",
-                         a->block_table ? "block_table" : a->kv_indptr ? "kv_indptr" : a->kv_indices ? "kv_indices"
-                         : a->kv_last_page_len ? "kv_last_page_len" : a->num_pages ? "num_pages" : "max_pages_per_seq");
-    if (a->page_size > 0) {
-        if (a->block_table && sgl)
-            return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
-                             "block_table: set together with kv_indptr / kv_indices / kv_last_page_len (one page-table "
-                             "style per call)");
-        if (sgl) {
-            CKT__FMHA_TRY(ckt__fmha_check_ptr(a->kv_indptr, "kv_indptr", 4));
-            CKT__FMHA_TRY(ckt__fmha_check_ptr(a->kv_indices, "kv_indices", 4));
-            CKT__FMHA_TRY(ckt__fmha_check_ptr(a->kv_last_page_len, "kv_last_page_len", 4));
-            if (a->cache_batch_idx)
-                return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
-                                 "cache_batch_idx: set with sglang-style tables (kv_indptr selects the pages)");
-            if (a->seqlen_k_ptr)
-                return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
-                                 "seqlen_k_ptr: set with sglang-style tables (their kv_last_page_len gives the lengths, "
-                                 "the new tokens included)");
-        } else {
-            if (!a->block_table)
-                return ckt__fail(CKT_ERROR_NULL_POINTER,
-                                 "block_table: NULL (a paged cache needs block_table, or kv_indptr, kv_indices and "
-                                 "kv_last_page_len)");
-            CKT__FMHA_TRY(ckt__fmha_check_ptr(a->block_table, "block_table", 4));
-            if (a->max_pages_per_seq <= 0)
-                return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "max_pages_per_seq: %d (block_table's row length, >= 1)",
-                                 a->max_pages_per_seq);
-        }
-        if (a->num_pages <= 0)
-            return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "num_pages: %d (the pool's pages, >= 1)", a->num_pages);
-    }
+    CKT__FMHA_TRY(ckt__fmha_check_paging(a->page_size, a->num_pages, a->block_table, a->max_pages_per_seq,
+                                         a->kv_indptr, a->kv_indices, a->kv_last_page_len, a->cache_batch_idx,
+                                         a->seqlen_k_ptr));
+    const int sgl = a->page_size > 0 && a->kv_indptr;
     if (!a->cache_batch_idx && cache_batch < a->batch)
         return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
                          "cache_batch: %d entries for batch %d (without cache_batch_idx entry b writes cache row b)",
