@@ -21,6 +21,8 @@
  *   -page_block_size     0: a contiguous cache (default); n > 0: pools of n-row pages, each
  *               cache row s_kcap rows of pages taken alternately from both ends of the pool;
  *               then the forward reads the pages in batch mode (no group-mode view)
+ *   -page_pool_gb        with pages: the device pools span at least this many GB (0: the pages
+ *               used); on the emulator the pages never used stay untouched (64-bit addressing)
  *   -table      vllm: a block table [cache rows][pages] + lengths (default); sglang: kv_indptr /
  *               kv_indices / kv_last_page_len of the cache after the append (the forward takes
  *               the same arrays; needs -page_block_size, no -cache_batch_idx)
@@ -71,10 +73,41 @@ static int close16(const void *got, const void *want, size_t i, ckt_dtype dt, do
     return fabs(x - y) <= tol + tol * fabs(y);
 }
 
+/* Host page c of a paged cache is pool page pool_id(c) on the device:
+ * alternately from the pool's start and its end. */
+static int32_t pool_id(int32_t c, int64_t pool_pages)
+{
+    return (int32_t)(c % 2 == 0 ? c / 2 : pool_pages - 1 - c / 2);
+}
+
+/* n host page ids as pool ids, on the device. */
+static const int32_t *device_ids(const int32_t *ids, int n, int64_t pool_pages)
+{
+    int32_t *m = (int32_t *)fmha_host_alloc((size_t)n + 1, 4);
+    for (int i = 0; i < n; i++)
+        m[i] = pool_id(ids[i], pool_pages);
+    const int32_t *dev = (const int32_t *)fmha_device_copy(m, (size_t)(n + 1) * 4);
+    free(m);
+    return dev;
+}
+
+/* The host's n pages (page_bytes each) to or from their pool pages. */
+static void copy_pages(void *pool, void *host, int n, int64_t page_bytes, int64_t pool_pages, ckt_copy_kind kind)
+{
+    for (int c = 0; c < n; c++) {
+        char *dp = (char *)pool + (int64_t)pool_id(c, pool_pages) * page_bytes, *hp = (char *)host + (int64_t)c * page_bytes;
+        if (kind == CKT_H2D)
+            CHECK(ckt_rt_memcpy(dp, hp, (size_t)page_bytes, CKT_H2D));
+        else
+            CHECK(ckt_rt_memcpy(hp, dp, (size_t)page_bytes, CKT_D2H));
+    }
+}
+
 int main(int argc, char **argv)
 {
     static const char *const known[] = {"b", "h", "h_k", "s", "s_k", "s_knew", "s_kcap", "d", "rotary_dim",
-                                        "rotary_interleaved", "cache_batch_idx", "page_block_size", "table", "mask",
+                                        "rotary_interleaved", "cache_batch_idx", "page_block_size", "page_pool_gb",
+                                        "table", "mask",
                                         "iperm", "prec", "v", "seed", "warmup", "repeat", "json", NULL};
     if (fmha_check_options(argc, argv, known))
         return 2;
@@ -86,6 +119,7 @@ int main(int argc, char **argv)
     const int inter = (int)ckt_arg_int(argc, argv, "rotary_interleaved", 0);
     const int use_cbi = (int)ckt_arg_int(argc, argv, "cache_batch_idx", 0);
     const int page_size = (int)ckt_arg_int(argc, argv, "page_block_size", 0);
+    const double pool_gb = ckt_arg_double(argc, argv, "page_pool_gb", 0.0);
     const char *table_s = ckt_arg_str(argc, argv, "table", "vllm");
     const int sglang = strcmp(table_s, "sglang") == 0, paged = page_size > 0;
     const int bhsd = (int)ckt_arg_int(argc, argv, "iperm", 0);
@@ -106,8 +140,10 @@ int main(int argc, char **argv)
     nhead_k = nhead_k < 0 ? nhead : nhead_k;
     if (!sglang && strcmp(table_s, "vllm") != 0)
         return fmha_usage_error("-table must be vllm or sglang, got ", table_s);
-    if (page_size < 0)
-        return fmha_usage_error("-page_block_size must be >= 0", NULL);
+    if (page_size < 0 || pool_gb < 0)
+        return fmha_usage_error("-page_block_size and -page_pool_gb must be >= 0", NULL);
+    if (pool_gb > 0 && !paged)
+        return fmha_usage_error("-page_pool_gb needs -page_block_size > 0", NULL);
     if (sglang && (!paged || use_cbi))
         return fmha_usage_error("-table=sglang needs -page_block_size > 0 and no -cache_batch_idx", NULL);
     sq = sq < 0 ? s_knew : sq;
@@ -139,21 +175,32 @@ int main(int argc, char **argv)
     strides(&a.q_stride_b, &a.q_stride_h, &a.q_stride_s, bhsd, nhead, sq, d);
     strides(&a.knew_stride_b, &a.knew_stride_h, &a.knew_stride_s, bhsd, nhead_k, s_knew, d);
     strides(&a.vnew_stride_b, &a.vnew_stride_h, &a.vnew_stride_s, bhsd, nhead_k, s_knew, d);
-    /* the cache: cache_batch entries of cap rows, or a pool of pages (a
-     * page: page_size rows in the cache's layout), each cache row's pages
-     * taken alternately from the start and the end of the pool */
+    /* the cache: cache_batch entries of cap rows, or pages (a page:
+     * page_size rows in the cache's layout). Paged, the host holds the
+     * num_pages pages in use (cache row r's page p is page r max_pages + p:
+     * identity tables, for the references) and the device a pool of
+     * pool_pages >= num_pages, host page c at pool page pool_id(c):
+     * alternately from the pool's start and its end */
     const int unit_rows = paged ? page_size : cap;
     const int max_pages = paged ? (cap + page_size - 1) / page_size : 0, num_pages = cache_batch * max_pages;
     strides(&a.k_stride_b, &a.k_stride_h, &a.k_stride_s, bhsd, nhead_k, unit_rows, d);
     strides(&a.v_stride_b, &a.v_stride_h, &a.v_stride_s, bhsd, nhead_k, unit_rows, d);
-    int32_t *table = NULL, *indptr = NULL, *indices = NULL, *last = NULL;
+    const size_t es = ckt_dtype_size(dt);
+    int64_t pool_pages = num_pages;
+    if (paged && pool_gb > 0) {
+        const int64_t want = (int64_t)(pool_gb * 1073741824.0 / ((double)a.k_stride_b * (double)es)) + 1;
+        pool_pages = want > pool_pages ? want : pool_pages;
+        if (pool_pages > INT32_MAX)
+            return fmha_usage_error("-page_pool_gb needs more than 2^31 pages", NULL);
+    }
+    int32_t *table = NULL, *indptr = NULL, *indices = NULL, *last = NULL; /* host page ids */
     static int32_t flk[FMHA_MAX_BATCH]; /* keys after the append */
     for (int b = 0; b < batch; b++)
         flk[b] = len[b] + s_knew;
     if (paged) {
         table = (int32_t *)fmha_host_alloc((size_t)num_pages, 4);
         for (int i = 0; i < num_pages; i++)
-            table[i] = i % 2 == 0 ? i / 2 : num_pages - 1 - i / 2;
+            table[i] = i;
         a.page_size = page_size, a.num_pages = num_pages;
         if (sglang) { /* entry b: the first pages of table row b that hold its keys after the append */
             indptr = (int32_t *)fmha_host_alloc((size_t)batch + 1, 4);
@@ -173,7 +220,6 @@ int main(int argc, char **argv)
         }
     }
 
-    const size_t es = ckt_dtype_size(dt);
     const size_t nq = span(batch, nhead, sq, d, a.q_stride_b, a.q_stride_h, a.q_stride_s);
     const size_t nn = span(batch, nhead_k, s_knew, d, a.knew_stride_b, a.knew_stride_h, a.knew_stride_s);
     const size_t nc = span(paged ? num_pages : cache_batch, nhead_k, unit_rows, d, a.k_stride_b, a.k_stride_h,
@@ -202,17 +248,26 @@ int main(int argc, char **argv)
     da.q = fmha_device_copy(hq, nq * es);
     da.k_new = fmha_device_copy(hkn, nn * es);
     da.v_new = fmha_device_copy(hvn, nn * es);
-    da.k_cache = fmha_device_copy(hkc, nc * es);
-    da.v_cache = fmha_device_copy(hvc, nc * es);
+    if (paged) { /* the pools (sparse on the emulator), the host's pages copied in */
+        int sparse;
+        da.num_pages = (int)pool_pages;
+        da.k_cache = fmha_pool_alloc((size_t)pool_pages * (size_t)a.k_stride_b * es, &sparse);
+        da.v_cache = fmha_pool_alloc((size_t)pool_pages * (size_t)a.v_stride_b * es, &sparse);
+        copy_pages(da.k_cache, hkc, num_pages, a.k_stride_b * (int64_t)es, pool_pages, CKT_H2D);
+        copy_pages(da.v_cache, hvc, num_pages, a.v_stride_b * (int64_t)es, pool_pages, CKT_H2D);
+    } else {
+        da.k_cache = fmha_device_copy(hkc, nc * es);
+        da.v_cache = fmha_device_copy(hvc, nc * es);
+    }
     da.rotary_cos = rd ? (const float *)fmha_device_copy(hcos, ntab * 4) : NULL;
     da.rotary_sin = rd ? (const float *)fmha_device_copy(hsin, ntab * 4) : NULL;
     da.seqlen_k_ptr = nlens == 1 || sglang ? NULL : (const int32_t *)fmha_device_copy(len, (size_t)batch * 4);
     da.cache_batch_idx = use_cbi ? (const int32_t *)fmha_device_copy(cbi, (size_t)batch * 4) : NULL;
     if (paged && !sglang)
-        da.block_table = (const int32_t *)fmha_device_copy(table, (size_t)num_pages * 4);
+        da.block_table = device_ids(table, num_pages, pool_pages);
     if (sglang) {
         da.kv_indptr = (const int32_t *)fmha_device_copy(indptr, (size_t)(batch + 1) * 4);
-        da.kv_indices = (const int32_t *)fmha_device_copy(indices, (size_t)(indptr[batch] + 1) * 4);
+        da.kv_indices = device_ids(indices, indptr[batch], pool_pages);
         da.kv_last_page_len = (const int32_t *)fmha_device_copy(last, (size_t)batch * 4);
     }
     CHECK(run_append(&da, NULL));
@@ -242,11 +297,12 @@ int main(int argc, char **argv)
         f.q_stride_s = f.o_stride_s = a.q_stride_s;
         f.k_stride_b = a.k_stride_b, f.k_stride_h = a.k_stride_h, f.k_stride_s = a.k_stride_s;
         f.v_stride_b = a.v_stride_b, f.v_stride_h = a.v_stride_h, f.v_stride_s = a.v_stride_s;
-        f.page_size = page_size, f.num_pages = num_pages;
+        f.page_size = page_size, f.num_pages = da.num_pages;
         f.block_table = da.block_table, f.max_pages_per_seq = a.max_pages_per_seq;
         f.cache_batch_idx = da.cache_batch_idx, f.cache_batch = a.cache_batch;
         f.kv_indptr = da.kv_indptr, f.kv_indices = da.kv_indices, f.kv_last_page_len = da.kv_last_page_len;
         fview = f;
+        fview.num_pages = num_pages;
         fview.block_table = sglang ? NULL : table, fview.cache_batch_idx = use_cbi ? cbi : NULL;
         fview.kv_indptr = indptr, fview.kv_indices = indices, fview.kv_last_page_len = last;
         if (!sglang) {
@@ -274,8 +330,13 @@ int main(int argc, char **argv)
         void *gq = fmha_host_alloc(nq, es), *gkc = fmha_host_alloc(nc, es), *gvc = fmha_host_alloc(nc, es);
         void *go = fmha_host_alloc(nq, es);
         CHECK(ckt_rt_memcpy(gq, da.q, nq * es, CKT_D2H));
-        CHECK(ckt_rt_memcpy(gkc, da.k_cache, nc * es, CKT_D2H));
-        CHECK(ckt_rt_memcpy(gvc, da.v_cache, nc * es, CKT_D2H));
+        if (paged) { /* the pages in use (the rest of a pool is never touched) */
+            copy_pages(da.k_cache, gkc, num_pages, a.k_stride_b * (int64_t)es, pool_pages, CKT_D2H);
+            copy_pages(da.v_cache, gvc, num_pages, a.v_stride_b * (int64_t)es, pool_pages, CKT_D2H);
+        } else {
+            CHECK(ckt_rt_memcpy(gkc, da.k_cache, nc * es, CKT_D2H));
+            CHECK(ckt_rt_memcpy(gvc, da.v_cache, nc * es, CKT_D2H));
+        }
         CHECK(ckt_rt_memcpy(go, dout, nq * es, CKT_D2H));
         ckt_fmha_appendkv_args h = a; /* the reference, in place on the host copies */
         h.q = hq, h.k_new = hkn, h.v_new = hvn, h.k_cache = hkc, h.v_cache = hvc;
@@ -328,12 +389,12 @@ int main(int argc, char **argv)
     fmha_mask_string(mask_s, sizeof mask_s, &f);
     const char *valid = validate ? (rc == 0 ? "y" : "n") : "-";
     fprintf(report,
-            "[%s|%s] b:%d, h:%d/%d, s:%d, s_k:%d(max)+%d, cap:%d, d:%d, rotary:%d%s, cache_batch_idx:%d, page:%d%s, "
-            "mask:%s [%s]\n"
+            "[%s|%s] b:%d, h:%d/%d, s:%d, s_k:%d(max)+%d, cap:%d, d:%d, rotary:%d%s, cache_batch_idx:%d, page:%d%s "
+            "(pool %.3g GB), mask:%s [%s]\n"
             "  appendkv: %.4f ms, %.4g GB/s;  fwd (%s): %.4f ms, %.4g TFlops, %.4g GB/s;  valid:%s\n",
             prec, bhsd ? "bhsd" : "bshd", batch, nhead, nhead_k, sq, max_len, s_knew, cap, d, rd,
             rd ? (inter ? " interleaved" : " half") : "", use_cbi, page_size, paged ? (sglang ? " sglang" : " vllm") : "",
-            mask_s, props.backend, (double)ta.median_ms, a_gbs,
+            paged ? (double)pool_pages * (double)a.k_stride_b * (double)es / 1073741824.0 : 0.0, mask_s, props.backend, (double)ta.median_ms, a_gbs,
             inst ? inst->name : "?", (double)tf.median_ms, f_tflops, f_gbs, valid);
     if (json)
         printf("{\"example\":\"fmha_fwd_appendkv\",\"backend\":\"%s\",\"device\":\"%s\",\"prec\":\"%s\",\"b\":%d,"

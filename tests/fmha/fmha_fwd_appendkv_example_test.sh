@@ -21,13 +21,15 @@ run -b=1 -h=2 -s_k=10 -s_knew=0 -s=3 -rotary_dim=16 -mask=t:4,0
 run -b=3 -h=8 -h_k=2 -s_k=50,7,0 -s_knew=3 -s=3 -d=128 -rotary_dim=32 -rotary_interleaved=1 -page_block_size=1 -cache_batch_idx=1 -iperm=1
 run -b=3 -h=4 -h_k=2 -s_k=100,37,0 -s_knew=2 -rotary_dim=64 -page_block_size=16 -table=sglang -prec=bf16
 run -b=2 -h=2 -s_k=33 -s_knew=4 -s=2 -page_block_size=5 -table=sglang -mask=0
+# a pool past 4 GB (sparse on the emulator: only the pages in use are touched), pages at both ends
+run -b=2 -h=4 -h_k=1 -s_k=60,9 -s_knew=2 -rotary_dim=64 -page_block_size=8 -page_pool_gb=4.5 -table=sglang
 json=$("$bin" -json=1 -b=1 -s_k=20 -rotary_dim=16 2>/dev/null | tail -1)
 case "$json" in
   '{"example":"fmha_fwd_appendkv"'*'"page_block_size":0'*'"valid":true'*'"fwd_gbs":'*'}') echo "ok: -json -> $json" ;;
   *) echo "FAIL: -json printed: $json"; fail=1 ;;
 esac
 for bad in -prec=fp32 -mask=x -rotary_dim=7 -rotary_dim=80 -s_kcap=50 -foo=1 -s_k=a -table=sglang -table=x \
-           -page_block_size=-1 "-page_block_size=4 -table=sglang -cache_batch_idx=1"; do
+           -page_block_size=-1 "-page_block_size=4 -table=sglang -cache_batch_idx=1" -page_pool_gb=1; do
   "$bin" $bad >/dev/null 2>&1
   rc=$?
   if [ "$rc" != 2 ]; then echo "FAIL: fmha_fwd_appendkv $bad exited $rc, want 2"; fail=1; else echo "ok: fmha_fwd_appendkv $bad -> exit 2"; fi
