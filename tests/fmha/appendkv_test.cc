@@ -772,6 +772,59 @@ TEST(AppendKVKernel, SkipsWhatTheHostCouldNotCheck)
     }
 }
 
+// sglang-style tables that a GPU's host cannot read may hold fewer keys
+// than the append brings: the kernel writes only the positions the tables
+// have (the last new tokens at positions 0 .. keys - 1), nothing else, and
+// never outside the pool (exactly its size: the sanitizers would see it).
+TEST(AppendKVKernel, SglangTablesShorterThanTheAppend)
+{
+    const int B = 2, D = 64, PS = 4, NP = 4, KNEW = 4;
+    std::vector<uint16_t> kn(B * KNEW * D), vn(B * KNEW * D), kc(NP * PS * D), vc(NP * PS * D);
+    ckt_fill(kn.data(), CKT_BF16, kn.size(), ckt_init_uniform(-1, 1), 11);
+    ckt_fill(vn.data(), CKT_BF16, vn.size(), ckt_init_uniform(-1, 1), 12);
+    ckt_fill(kc.data(), CKT_BF16, kc.size(), ckt_init_uniform(-1, 1), 13);
+    ckt_fill(vc.data(), CKT_BF16, vc.size(), ckt_init_uniform(-1, 1), 14);
+    // entry 0: one page (2), 2 keys < 4 new tokens; entry 1: pages 0, 3, 8 keys (4 old + 4 new)
+    const std::vector<int32_t> indptr = {0, 1, 3}, indices = {2, 0, 3}, last = {2, 4};
+    Buffers buf;
+    ckt_fmha_appendkv_args a;
+    memset(&a, 0, sizeof a);
+    a.dtype = CKT_BF16;
+    a.batch = B, a.nhead_q = 1, a.nhead_k = 1, a.seqlen_q = 1, a.seqlen_knew = KNEW, a.hdim_q = a.hdim_v = D;
+    strides(&a.knew_stride_b, &a.knew_stride_h, &a.knew_stride_s, 1, 1, KNEW, D);
+    strides(&a.vnew_stride_b, &a.vnew_stride_h, &a.vnew_stride_s, 1, 1, KNEW, D);
+    strides(&a.k_stride_b, &a.k_stride_h, &a.k_stride_s, 1, 1, PS, D); // [page][row][h][d]
+    strides(&a.v_stride_b, &a.v_stride_h, &a.v_stride_s, 1, 1, PS, D);
+    a.page_size = PS, a.num_pages = NP;
+    a.k_new = buf.dev(kn.data(), kn.size() * 2), a.v_new = buf.dev(vn.data(), vn.size() * 2);
+    a.k_cache = buf.dev(kc.data(), kc.size() * 2), a.v_cache = buf.dev(vc.data(), vc.size() * 2);
+    a.kv_indptr = (const int32_t *)buf.dev(indptr.data(), indptr.size() * 4);
+    a.kv_indices = (const int32_t *)buf.dev(indices.data(), indices.size() * 4);
+    a.kv_last_page_len = (const int32_t *)buf.dev(last.data(), last.size() * 4);
+#if defined(CKT_BACKEND_CPU)
+    EXPECT_EQ(ckt_fmha_appendkv(&a, nullptr), CKT_ERROR_INVALID_ARGUMENT); // the host reads the tables here
+    EXPECT_EQ(std::string(ckt_last_error()).rfind("kv_last_page_len", 0), 0u) << ckt_last_error();
+#endif
+    ASSERT_EQ(ckt_rt_launch(CKT_KERNEL_REF(test_appendkv_bf16_kernel), ckt_dim3_make(1, 1, B), ckt_dim3_make(64, 1, 1), 0,
+                            nullptr, &a),
+              CKT_SUCCESS)
+        << ckt_last_error();
+    ASSERT_EQ(ckt_rt_device_synchronize(), CKT_SUCCESS);
+    std::vector<uint16_t> kc_got(kc.size()), vc_got(vc.size());
+    ASSERT_EQ(ckt_rt_memcpy(kc_got.data(), a.k_cache, kc.size() * 2, CKT_D2H), CKT_SUCCESS);
+    ASSERT_EQ(ckt_rt_memcpy(vc_got.data(), a.v_cache, vc.size() * 2, CKT_D2H), CKT_SUCCESS);
+    std::vector<uint16_t> kc_want = kc, vc_want = vc;
+    auto put = [&](int b, int t, int page, int row) { // a copy (rotary_dim 0)
+        std::copy(&kn[(size_t)(b * KNEW + t) * D], &kn[(size_t)(b * KNEW + t + 1) * D], &kc_want[(size_t)(page * PS + row) * D]);
+        std::copy(&vn[(size_t)(b * KNEW + t) * D], &vn[(size_t)(b * KNEW + t + 1) * D], &vc_want[(size_t)(page * PS + row) * D]);
+    };
+    put(0, 2, 2, 0), put(0, 3, 2, 1);                  // entry 0: len -2, positions 0 and 1 exist
+    for (int t = 0; t < KNEW; t++)
+        put(1, t, 3, t);                               // entry 1: len 4, positions 4 .. 7 on its second page
+    EXPECT_EQ(kc_got, kc_want);
+    EXPECT_EQ(vc_got, vc_want);
+}
+
 // The ABI check for bindings knows every field.
 TEST(AppendKVAbi, FieldOffsets)
 {
