@@ -190,8 +190,9 @@ CKT_KERNEL_BOUNDS(CKT__AKV_FN(_kernel), ckt_fmha_appendkv_args, a, CKT__AKV_THRE
     const int64_t pos_end = rd > 0 && a.rotary_max_pos < cap ? a.rotary_max_pos : cap;
 
     /* >>append: Kc[cb][h][len + t] = rope(Knew[b][h][t], len + t), Vc[cb][h][len + t] = Vnew[b][h][t] */
-    /* a bad device index is skipped (the host checks it where it can read it) */
-    const int cb_ok = kv.cb >= 0 && kv.cb < (a.cache_batch > 0 ? a.cache_batch : a.batch);
+    /* a bad device index is skipped (the host checks it where it can read it);
+     * sglang tables have no cache rows */
+    const int cb_ok = (a.page_size > 0 && a.kv_indptr) || (kv.cb >= 0 && kv.cb < (a.cache_batch > 0 ? a.cache_batch : a.batch));
     if (h < a.nhead_k && r0 < a.seqlen_knew && cb_ok) {
         const uint16_t *kn = (const uint16_t *)a.k_new + ckt_fmha_row_offset(0, b, h, 0, a.knew_stride_b, a.knew_stride_h, a.knew_stride_s);
         const uint16_t *vn = (const uint16_t *)a.v_new + ckt_fmha_row_offset(0, b, h, 0, a.vnew_stride_b, a.vnew_stride_h, a.vnew_stride_s);

@@ -312,7 +312,9 @@ CKT_INLINE CKT_DEVICE void ckt_fmha_page_table_write(int64_t *tab, const int32_t
 /* The copies of an R x C tile of key rows (16-bit elements, cols of a row
  * real) whose offsets from base are off[0 .. R) (a row table's K or V
  * half; -1: zeros) into s by T threads, 16-byte vectors, in
- * ckt__fmha_page_copy's row groups (ckt__fmha_row_group). */
+ * ckt__fmha_page_copy's row groups (ckt__fmha_row_group), at most
+ * CKT_FMHA_PAGE_ROWS_MAX rows a thread (fwd_body.h asserts it for its
+ * tiles; a thread's rows past it would not be copied). */
 CKT_INLINE CKT_DEVICE void ckt_fmha_page_table_copy(ckt_smem_tile s, const uint16_t *base, const int64_t *off,
                                                     int cols, int R, int C, int T, int tid)
 {

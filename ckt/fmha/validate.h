@@ -70,6 +70,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The largest head dim of the append-KV kernel (generic below it). */
@@ -927,6 +928,44 @@ static inline ckt_status ckt__fmha_appendkv_check_len(const ckt_fmha_appendkv_ar
     return CKT_SUCCESS;
 }
 
+static inline int ckt__fmha_cmp_i64(const void *x, const void *y)
+{
+    const int64_t u = *(const int64_t *)x, v = *(const int64_t *)y;
+    return u < v ? -1 : u > v;
+}
+
+/* An append through sglang tables (checked): no two entries write one
+ * (page, row) slot (entries may share the pages they read, as sglang's
+ * prefix sharing does, but not the rows they append: the writes would race). */
+static inline ckt_status ckt__fmha_check_sglang_slots(const ckt_fmha_appendkv_args *a)
+{
+    const int64_t n = (int64_t)a->batch * a->seqlen_knew;
+    int64_t *slot = (int64_t *)malloc((size_t)n * sizeof(int64_t));
+    if (!slot)
+        return ckt__fail(CKT_ERROR_OUT_OF_MEMORY, "kv_indices: no host memory to check %lld appended slots",
+                         (long long)n);
+    for (int b = 0; b < a->batch; b++) {
+        const int64_t keys = ckt__fmha_sglang_keys(a->kv_indptr, a->kv_last_page_len, a->page_size, b);
+        for (int t = 0; t < a->seqlen_knew; t++) {
+            const int64_t pos = keys - a->seqlen_knew + t, p = pos / a->page_size;
+            slot[(int64_t)b * a->seqlen_knew + t] =
+                (int64_t)a->kv_indices[a->kv_indptr[b] + p] * a->page_size + (pos - p * a->page_size);
+        }
+    }
+    qsort(slot, (size_t)n, sizeof(int64_t), ckt__fmha_cmp_i64);
+    for (int64_t i = 1; i < n; i++)
+        if (slot[i] == slot[i - 1]) {
+            const int64_t id = slot[i] / a->page_size, row = slot[i] % a->page_size;
+            free(slot);
+            return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
+                             "kv_indices: two appended tokens go to row %lld of page %lld (entries' new rows must not "
+                             "share a slot: the writes would race)",
+                             (long long)row, (long long)id);
+        }
+    free(slot);
+    return CKT_SUCCESS;
+}
+
 /* The device arrays of an append (host-readable: host copies, or the CPU
  * backend's memory): seqstart_q, the lengths against the capacity and the
  * tables, the cache rows (in range, distinct). */
@@ -947,19 +986,21 @@ static inline ckt_status ckt_fmha_appendkv_check_arrays(const ckt_fmha_appendkv_
         CKT__FMHA_TRY(ckt__fmha_check_sglang(a->kv_indptr, a->kv_indices, a->kv_last_page_len, a->batch, a->page_size,
                                              a->num_pages));
         for (int b = 0; b < a->batch; b++) {
+            /* its length as the kernel sees it (ckt_fmha_kv_append) */
             const int64_t keys = ckt__fmha_sglang_keys(a->kv_indptr, a->kv_last_page_len, a->page_size, b);
-            const int appends = a->seqlen_knew > 0 && a->nhead_k > 0;
-            if (appends && keys < a->seqlen_knew)
+            if (keys < a->seqlen_knew)
                 return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
                                  "kv_last_page_len: entry %d's tables hold %lld keys, fewer than seqlen_knew %d (they "
                                  "describe the cache after the append)",
                                  b, (long long)keys, a->seqlen_knew);
             char name[64];
             snprintf(name, sizeof name, "entry %d's length (kv tables' keys - seqlen_knew)", b);
-            CKT__FMHA_TRY(ckt__fmha_appendkv_check_len(a, appends ? keys - a->seqlen_knew : keys,
+            CKT__FMHA_TRY(ckt__fmha_appendkv_check_len(a, keys - a->seqlen_knew,
                                                        ckt_fmha_appendkv_rotates_q(a) ? ckt__fmha_appendkv_rows_q(a, b) : 0,
                                                        name));
         }
+        if (a->seqlen_knew > 0 && a->nhead_k > 0)
+            CKT__FMHA_TRY(ckt__fmha_check_sglang_slots(a));
     }
     if (a->block_table && a->page_size > 0 && a->seqlen_knew > 0 && a->nhead_k > 0) { /* the pages the append writes */
         for (int b = 0; b < a->batch; b++) {
@@ -1019,7 +1060,7 @@ static inline ckt_status ckt_fmha_appendkv_validate(const ckt_fmha_appendkv_args
                                          a->kv_indptr, a->kv_indices, a->kv_last_page_len, a->cache_batch_idx,
                                          a->seqlen_k_ptr));
     const int sgl = a->page_size > 0 && a->kv_indptr;
-    if (!a->cache_batch_idx && cache_batch < a->batch)
+    if (!a->cache_batch_idx && !sgl && cache_batch < a->batch)
         return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
                          "cache_batch: %d entries for batch %d (without cache_batch_idx entry b writes cache row b)",
                          cache_batch, a->batch);

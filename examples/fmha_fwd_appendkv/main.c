@@ -159,6 +159,8 @@ int main(int argc, char **argv)
         cbi[b] = use_cbi ? 2 * b + 1 : b;
     }
     cap = cap < 0 ? max_len + s_knew : cap;
+    if (sglang && cap < max_len + s_knew) /* sglang's tables hold every entry's keys after the append */
+        return fmha_usage_error("-s_kcap must be >= max(-s_k) + -s_knew with -table=sglang", NULL);
     const int cache_batch = use_cbi ? 2 * batch + 1 : batch;
     ckt_fmha_fwd_args fm = CKT_ZERO_INIT; /* the mask */
     if (fmha_parse_mask(mask_arg, &fm) != 0)

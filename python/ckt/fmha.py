@@ -804,6 +804,9 @@ def _lens_after(cache_seqlens, snew, like):
     return host_int32([v + snew for v in read_int32(cache_seqlens, "cache_seqlens")], like, "cache_seqlens")
 
 
+_INT32_MAX = 2**31 - 1
+
+
 def _sglang_tables(indptr, indices, last, b, like, keep):
     """None without sglang-style tables, else their Tensors (indptr [b + 1], indices [n], last [b],
     int32; lists are copied to memory like q's, kept alive in keep)."""
@@ -861,8 +864,8 @@ def with_kvcache(q, k_cache, v_cache, k_new=None, v_new=None, cache_seqlens=None
     b's pages kv_indices[kv_indptr[b]:kv_indptr[b + 1]], its keys (pages - 1) * page_size +
     kv_last_page_len[b], the s_new new ones included; the pool as with block_table). No
     cache_batch_idx. max_seqlen_k: the most keys of an entry (read from host tables; for device
-    tensors, without it, bounded by len(kv_indices) * page_size, which only costs the split
-    heuristic and the bias width).
+    tensors, without it, bounded by len(kv_indices) * page_size: the split heuristic then sees that
+    many keys, and bias must be that wide).
 
     With torch tensors nothing is read back to the host (cache_seqlens stays on the device); the
     library checks what it can read and the kernels stay in bounds for the rest."""
@@ -899,15 +902,21 @@ def with_kvcache(q, k_cache, v_cache, k_new=None, v_new=None, cache_seqlens=None
                 raise CktError(f"{name}: given with kv_indptr / kv_indices / kv_last_page_len (sglang's tables "
                                f"select the pages and give the lengths, the new tokens included)")
         page_size, num_pages, bc = kd["s"], kd["b"], b
-        if max_seqlen_k is None:
-            host = not any(is_torch(x) for x in (kv_indptr, kv_last_page_len))
-            if host:
-                ip, lp = read_int32(kv_indptr, "kv_indptr"), read_int32(kv_last_page_len, "kv_last_page_len")
+        if not any(is_torch(x) for x in (kv_indptr, kv_last_page_len)):  # host tables: read them
+            ip, lp = read_int32(kv_indptr, "kv_indptr"), read_int32(kv_last_page_len, "kv_last_page_len")
+            if ip[-1] > sgl[1].shape[0]:
+                raise CktError(f"kv_indptr: [{b}] = {ip[-1]} is past kv_indices' {sgl[1].shape[0]} entries")
+            if max_seqlen_k is None:
                 max_seqlen_k = max([(ip[i + 1] - ip[i] - 1) * page_size + lp[i] if ip[i + 1] > ip[i] else 0
                                     for i in range(b)] + [0])
-            else:
-                max_seqlen_k = sgl[1].shape[0] * page_size
+        elif max_seqlen_k is None:  # device tables, never read back: a bound
+            max_seqlen_k = min(sgl[1].shape[0] * page_size, _INT32_MAX)
+        if not 0 <= max_seqlen_k <= _INT32_MAX:
+            raise CktError(f"max_seqlen_k: {max_seqlen_k} is outside [0, 2^31 - 1]")
         capacity = max_seqlen_k
+    elif max_seqlen_k is not None:
+        raise CktError("max_seqlen_k: given without kv_indptr / kv_indices / kv_last_page_len (it bounds sglang "
+                       "tables' lengths; cache_seqlens gives the others)")
     elif block_table is not None:
         bt_obj = block_table
         bt = as_tensor(block_table, name="block_table")

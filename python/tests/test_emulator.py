@@ -856,6 +856,12 @@ class KVCache(unittest.TestCase):
         e = self.assert_err("kv_last_page_len", q, kc, kc.copy(), kn, kn, kv_indptr=ip, kv_indices=ix,
                             kv_last_page_len=np.array([2, 4], np.int32))  # 2 keys < 4 new tokens: the library
         self.assertIn("seqlen_knew", e.detail)
+        self.assert_err("kv_indptr: [2] = 3 is past kv_indices' 2 entries", q, kc, kc.copy(), kn, kn,
+                        kv_indptr=np.array([0, 1, 3], np.int32), kv_indices=ix, kv_last_page_len=lp)
+        self.assert_err("max_seqlen_k: given without kv_indptr", q, kc, kc.copy(), kn, kn, cache_seqlens=0,
+                        max_seqlen_k=8)
+        self.assert_err("max_seqlen_k: 4294967296", q, kc, kc.copy(), kn, kn, kv_indptr=ip, kv_indices=ix,
+                        kv_last_page_len=lp, max_seqlen_k=2**32)
         self.assert_err("k_new: shape (2, 4, 2, 32)", q, kc, kc.copy(), kn[..., :32], kn, cache_seqlens=0)
         cos = np.zeros((20, 8), np.float32)
         self.assert_err("rotary_cos: without causal", np.zeros((2, 3, 2, 64), np.float16), kc, kc.copy(),

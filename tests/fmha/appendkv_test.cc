@@ -664,6 +664,18 @@ TEST(AppendKVBad, StatusNamesTheArgument)
             expect_bad(g.t.a, CKT_ERROR_NULL_POINTER, "kv_indices");
         }
         {
+            Sgl g;
+            g.indices = {0, 1, 0, 1}; // entry 1's new rows 4 .. 7 (page 1) meet entry 0's 4 .. 6 (page 1 rows 0 .. 2)
+            g.t.a.kv_indices = g.indices.data();
+            expect_bad(g.t.a, CKT_ERROR_INVALID_ARGUMENT, "kv_indices");
+        }
+        {
+            Sgl g;
+            g.indices = {0, 1, 0, 2}; // a shared first page, distinct appended rows: taken
+            g.t.a.kv_indices = g.indices.data();
+            EXPECT_EQ(ckt_ref_fmha_appendkv(&g.t.a), CKT_SUCCESS) << ckt_last_error();
+        }
+        {
             BadInput t; // contiguous
             std::vector<int32_t> indptr = {0, 1, 2};
             t.a.kv_indptr = indptr.data();

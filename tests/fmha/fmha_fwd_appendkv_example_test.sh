@@ -29,7 +29,8 @@ case "$json" in
   *) echo "FAIL: -json printed: $json"; fail=1 ;;
 esac
 for bad in -prec=fp32 -mask=x -rotary_dim=7 -rotary_dim=80 -s_kcap=50 -foo=1 -s_k=a -table=sglang -table=x \
-           -page_block_size=-1 "-page_block_size=4 -table=sglang -cache_batch_idx=1" -page_pool_gb=1; do
+           -page_block_size=-1 "-page_block_size=4 -table=sglang -cache_batch_idx=1" -page_pool_gb=1 \
+           "-b=2 -s_k=33 -s_knew=4 -page_block_size=5 -table=sglang -s_kcap=10"; do
   "$bin" $bad >/dev/null 2>&1
   rc=$?
   if [ "$rc" != 2 ]; then echo "FAIL: fmha_fwd_appendkv $bad exited $rc, want 2"; fail=1; else echo "ok: fmha_fwd_appendkv $bad -> exit 2"; fi
