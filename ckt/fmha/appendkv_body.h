@@ -19,7 +19,7 @@
  *
  *   (b, h, rows r0 .. r0 + ROWS)  = this block's tile
  *   len = seqlen_k_ptr ? seqlen_k_ptr[b] : seqlen_k;  cb = cache_batch_idx ? cache_batch_idx[b] : b
- *     (sglang tables: len = their keys - s_knew; ckt_fmha_kv_append, ckt/fmha/page.h)
+ *     (sglang tables: len = their keys - s_knew; ckt_fmha_kv_append, ckt/fmha/kv.h)
  *   for each new token t of the tile (h < nhead_k), each pair u of the row:      ckt/fmha/rope.h
  *       Kc[cb][h][len + t][pair u] = rotate(Knew[b][h][t][pair u], cos/sin[len + t][u])
  *       Vc[cb][h][len + t][pair u] = Vnew[b][h][t][pair u]
@@ -180,20 +180,19 @@ CKT_KERNEL_BOUNDS(CKT__AKV_FN(_kernel), ckt_fmha_appendkv_args, a, CKT__AKV_THRE
     const int b = (int)ckt_block_idx_z(), h = (int)ckt_block_idx_y(), r0 = (int)ckt_block_idx_x() * ROWS;
     const int rd = a.rotary_dim, inter = a.rotary_interleaved;
     /* the entry's rows (contiguous, a block-table row or sglang tables) and
-     * its current length len (ckt/fmha/page.h) */
+     * its current length len (ckt/fmha/kv.h) */
     const ckt_fmha_paging pg = CKT_FMHA_PAGING(a);
     int64_t len;
     const ckt_fmha_kv kv = ckt_fmha_kv_append(&pg, a.seqlen_k_ptr ? (int64_t)a.seqlen_k_ptr[b] : (int64_t)a.seqlen_k,
-                                              a.seqlen_knew, a.cache_seqlen, b, &len);
+                                              a.seqlen_knew, a.cache_seqlen, a.cache_batch > 0 ? a.cache_batch : a.batch,
+                                              b, &len);
     /* positions this call may use: the entry's rows, and the tables' when rotating */
     const int64_t cap = kv.sk;
     const int64_t pos_end = rd > 0 && a.rotary_max_pos < cap ? a.rotary_max_pos : cap;
 
     /* >>append: Kc[cb][h][len + t] = rope(Knew[b][h][t], len + t), Vc[cb][h][len + t] = Vnew[b][h][t] */
-    /* a bad device index is skipped (the host checks it where it can read it);
-     * sglang tables have no cache rows */
-    const int cb_ok = (a.page_size > 0 && a.kv_indptr) || (kv.cb >= 0 && kv.cb < (a.cache_batch > 0 ? a.cache_batch : a.batch));
-    if (h < a.nhead_k && r0 < a.seqlen_knew && cb_ok) {
+    /* (kv.sk 0: no rows, e.g. a bad cache_batch_idx on the device) */
+    if (h < a.nhead_k && r0 < a.seqlen_knew && kv.sk > 0) {
         const uint16_t *kn = (const uint16_t *)a.k_new + ckt_fmha_row_offset(0, b, h, 0, a.knew_stride_b, a.knew_stride_h, a.knew_stride_s);
         const uint16_t *vn = (const uint16_t *)a.v_new + ckt_fmha_row_offset(0, b, h, 0, a.vnew_stride_b, a.vnew_stride_h, a.vnew_stride_s);
         /* K: rotated; V: copied (units of a row: see _units) */

@@ -49,7 +49,7 @@
 #include "ckt/fmha/dropout.h"
 #include "ckt/fmha/bias.h"
 #include "ckt/fmha/mask.h"
-#include "ckt/fmha/page.h"
+#include "ckt/fmha/kv.h"
 #include "ckt/fmha/seqlen.h"
 #include "ckt/fmha/validate.h"
 #include "ckt/host/compare.h"
@@ -151,7 +151,7 @@ static inline int64_t ckt__fmha_row(const ckt_fmha_fwd_args *h, ckt_fmha_tensor 
                                     const ckt_fmha_entry *e)
 {
     const int g = h->group_mode;
-    if (t == CKT_FMHA_TENSOR_K || t == CKT_FMHA_TENSOR_V) { /* through the cache (ckt/fmha/page.h) */
+    if (t == CKT_FMHA_TENSOR_K || t == CKT_FMHA_TENSOR_V) { /* through the cache (ckt/fmha/kv.h) */
         const int isk = t == CKT_FMHA_TENSOR_K;
         const ckt_fmha_paging pg = CKT_FMHA_PAGING(*h);
         const ckt_fmha_kv kv = ckt_fmha_kv_resolve(&pg, e->sk, b);

@@ -19,7 +19,7 @@
 #define CKT_FMHA_REF_APPENDKV_H
 
 #include "ckt/fmha/args.h"
-#include "ckt/fmha/page.h"
+#include "ckt/fmha/kv.h"
 #include "ckt/fmha/rope.h"
 #include "ckt/fmha/seqlen.h"
 #include "ckt/fmha/validate.h"
@@ -60,11 +60,12 @@ static inline ckt_status ckt_ref_fmha_appendkv(const ckt_fmha_appendkv_args *h)
         return CKT_SUCCESS;
     const int rd = h->rotary_dim;
     for (int b = 0; b < h->batch; b++) {
-        /* the entry's cache rows (contiguous or paged) and its current length (ckt/fmha/page.h) */
+        /* the entry's cache rows (contiguous or paged) and its current length (ckt/fmha/kv.h) */
         const ckt_fmha_paging pg = CKT_FMHA_PAGING(*h);
         int64_t len;
         const ckt_fmha_kv kv = ckt_fmha_kv_append(&pg, h->seqlen_k_ptr ? h->seqlen_k_ptr[b] : h->seqlen_k,
-                                                  h->seqlen_knew, h->cache_seqlen, b, &len);
+                                                  h->seqlen_knew, h->cache_seqlen,
+                                                  h->cache_batch > 0 ? h->cache_batch : h->batch, b, &len);
         for (int hk = 0; hk < h->nhead_k; hk++)
             for (int t = 0; t < h->seqlen_knew; t++) {
                 const int64_t pos = len + t;

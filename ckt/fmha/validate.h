@@ -64,6 +64,7 @@
 
 #include "ckt/arch/config.h"
 #include "ckt/fmha/args.h"
+#include "ckt/fmha/kv.h"
 #include "ckt/fmha/splitkv.h"
 #include "ckt/host/status.h"
 
@@ -493,13 +494,6 @@ static inline ckt_status ckt__fmha_check_lse(const float *lse, int64_t sb, int64
     return ckt__fmha_check_stride(sh, "lse_stride_h", c->nhead_q, 0);
 }
 
-/* Rows a cache entry of an append holds: cache_seqlen, or with a paged
- * cache max_pages_per_seq x page_size. */
-static inline int64_t ckt_fmha_appendkv_capacity(const ckt_fmha_appendkv_args *a)
-{
-    return a->page_size > 0 ? (int64_t)a->max_pages_per_seq * a->page_size : (int64_t)a->cache_seqlen;
-}
-
 /* >>the forward's KV cache and split-KV (ckt/fmha/args.h, the inference fields) */
 
 /* Does a call use the KV cache's features (pages, cache_batch_idx, a split)?
@@ -523,13 +517,6 @@ static inline ckt_status ckt__fmha_check_pool(const void *p, const char *name, i
     CKT__FMHA_TRY(ckt__fmha_check_stride(sb, nb, a->num_pages, 1));
     CKT__FMHA_TRY(ckt__fmha_check_stride(sh, nh, a->nhead_k, 1));
     return ckt__fmha_check_stride(ss, ns, a->page_size, 1);
-}
-
-/* Entry b's keys in sglang-style tables (host-readable, checked below). */
-static inline int64_t ckt__fmha_sglang_keys(const int32_t *indptr, const int32_t *last, int page_size, int b)
-{
-    const int32_t n = indptr[b + 1] - indptr[b];
-    return n > 0 ? (int64_t)(n - 1) * page_size + last[b] : 0;
 }
 
 /* sglang-style tables read on the host (the forward's and the append's):
@@ -585,8 +572,9 @@ static inline ckt_status ckt__fmha_check_pages(const ckt_fmha_fwd_args *a)
     }
     CKT__FMHA_TRY(ckt__fmha_check_sglang(a->kv_indptr, a->kv_indices, a->kv_last_page_len, a->batch, ps,
                                          a->num_pages)); /* sglang */
+    const ckt_fmha_paging pg = CKT_FMHA_PAGING(*a);
     for (int b = 0; b < a->batch; b++) {
-        const int64_t sk = ckt__fmha_sglang_keys(a->kv_indptr, a->kv_last_page_len, ps, b);
+        const int64_t sk = ckt_fmha_sglang_keys(&pg, b);
         if (sk > a->seqlen_k)
             return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
                              "seqlen_k: %d is less than entry %d's %lld keys (the max over the batch)", a->seqlen_k, b,
@@ -912,12 +900,13 @@ static inline ckt_status ckt__fmha_appendkv_check_len(const ckt_fmha_appendkv_ar
     if (len < 0)
         return ckt__fail(CKT_ERROR_INVALID_ARGUMENT, "%s: %lld is negative", name, (long long)len);
     /* (no append: the cache is not touched; sglang tables: their keys are the capacity, checked by the caller) */
-    if (!a->kv_indptr && a->seqlen_knew > 0 && len + a->seqlen_knew > ckt_fmha_appendkv_capacity(a))
+    const ckt_fmha_paging pg = CKT_FMHA_PAGING(*a);
+    const int cap = ckt_fmha_append_capacity(&pg, a->cache_seqlen); /* the kernel's (ckt/fmha/kv.h) */
+    if (!a->kv_indptr && a->seqlen_knew > 0 && len + a->seqlen_knew > cap)
         return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
-                         "%s: %lld + seqlen_knew %d = %lld exceeds %s %lld (the cache would overflow)", name,
+                         "%s: %lld + seqlen_knew %d = %lld exceeds %s %d (the cache would overflow)", name,
                          (long long)len, a->seqlen_knew, (long long)(len + a->seqlen_knew),
-                         a->page_size > 0 ? "max_pages_per_seq x page_size" : "cache_seqlen",
-                         (long long)ckt_fmha_appendkv_capacity(a));
+                         a->page_size > 0 ? "max_pages_per_seq x page_size (at most 2^31 - 1)" : "cache_seqlen", cap);
     if (a->rotary_dim > 0) {
         const int64_t need = len + (rows_q > a->seqlen_knew ? rows_q : a->seqlen_knew);
         if (need > a->rotary_max_pos)
@@ -944,8 +933,9 @@ static inline ckt_status ckt__fmha_check_sglang_slots(const ckt_fmha_appendkv_ar
     if (!slot)
         return ckt__fail(CKT_ERROR_OUT_OF_MEMORY, "kv_indices: no host memory to check %lld appended slots",
                          (long long)n);
+    const ckt_fmha_paging pg = CKT_FMHA_PAGING(*a);
     for (int b = 0; b < a->batch; b++) {
-        const int64_t keys = ckt__fmha_sglang_keys(a->kv_indptr, a->kv_last_page_len, a->page_size, b);
+        const int64_t keys = ckt_fmha_sglang_keys(&pg, b);
         for (int t = 0; t < a->seqlen_knew; t++) {
             const int64_t pos = keys - a->seqlen_knew + t, p = pos / a->page_size;
             slot[(int64_t)b * a->seqlen_knew + t] =
@@ -971,6 +961,7 @@ static inline ckt_status ckt__fmha_check_sglang_slots(const ckt_fmha_appendkv_ar
  * tables, the cache rows (in range, distinct). */
 static inline ckt_status ckt_fmha_appendkv_check_arrays(const ckt_fmha_appendkv_args *a)
 {
+    const ckt_fmha_paging pg = CKT_FMHA_PAGING(*a);
     const int cache_batch = a->cache_batch > 0 ? a->cache_batch : a->batch;
     if (a->group_mode)
         CKT__FMHA_TRY(ckt__fmha_check_starts(a->seqstart_q, NULL, a->seqlen_q, a->batch, "seqstart_q", "",
@@ -986,8 +977,8 @@ static inline ckt_status ckt_fmha_appendkv_check_arrays(const ckt_fmha_appendkv_
         CKT__FMHA_TRY(ckt__fmha_check_sglang(a->kv_indptr, a->kv_indices, a->kv_last_page_len, a->batch, a->page_size,
                                              a->num_pages));
         for (int b = 0; b < a->batch; b++) {
-            /* its length as the kernel sees it (ckt_fmha_kv_append) */
-            const int64_t keys = ckt__fmha_sglang_keys(a->kv_indptr, a->kv_last_page_len, a->page_size, b);
+            /* its length as the kernel sees it (ckt_fmha_kv_append, ckt/fmha/kv.h) */
+            const int64_t keys = ckt_fmha_sglang_keys(&pg, b);
             if (keys < a->seqlen_knew)
                 return ckt__fail(CKT_ERROR_INVALID_ARGUMENT,
                                  "kv_last_page_len: entry %d's tables hold %lld keys, fewer than seqlen_knew %d (they "

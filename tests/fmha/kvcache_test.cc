@@ -10,7 +10,7 @@
 //
 // The kernel reads the cache in its own layout; the CPU reference reads a
 // plain contiguous copy of the same keys (so the paging of the reference,
-// ckt/fmha/page.h, is checked against it too).
+// ckt/fmha/kv.h, is checked against it too).
 #include "ckt/fmha.h"
 
 #include "tests/fmha/fmha_test_util.h"
@@ -1061,6 +1061,57 @@ TEST(KvCacheValidate, Errors)
         r.dev.cache_batch_idx = (const int32_t *)r.bufs.dev(cbi, sizeof cbi);
     }, "cache_batch_idx");
 #endif
+}
+
+// ckt/fmha/kv.h on the host: the one formula for an entry's keys and an
+// append's rows, shared by the kernels, the references and validation.
+TEST(KvResolve, EntriesAndAppendRows)
+{
+    // sglang: entry 0 three pages, last holds 2 rows; entry 1 none; entry 2
+    // 2^21 pages of 2048 rows (2^32 keys: bounded by 2^31 - 1, 64-bit count)
+    static int32_t indptr[4] = {0, 3, 3, 3 + (1 << 21)};
+    static int32_t indices[3] = {7, 1, 4};
+    static int32_t last[3] = {2, 5, 2048};
+    ckt_fmha_paging p = ckt_fmha_paging_make(2048, 8, nullptr, 0, indptr, indices, last, nullptr);
+    EXPECT_EQ(ckt_fmha_sglang_keys(&p, 0), 2 * 2048 + 2);
+    EXPECT_EQ(ckt_fmha_sglang_keys(&p, 1), 0);
+    EXPECT_EQ(ckt_fmha_sglang_keys(&p, 2), (int64_t)1 << 32);
+    ckt_fmha_kv kv = ckt_fmha_kv_resolve(&p, 0, 0);
+    EXPECT_EQ(kv.sk, 2 * 2048 + 2);
+    EXPECT_EQ(kv.npages, 3);
+    EXPECT_EQ(kv.ids, indices);
+    EXPECT_EQ(ckt_fmha_kv_resolve(&p, 0, 1).sk, 0);
+    EXPECT_EQ(ckt_fmha_kv_resolve(&p, 0, 2).sk, 0x7fffffff);
+    EXPECT_EQ(ckt_fmha_kv_row(&kv, 2048, 8, 1000, 10, 2048 + 3), 1 * 1000 + 3 * 10); // page 1 of the entry: id 1
+    int64_t first = 0;
+    kv = ckt_fmha_kv_append(&p, 99, 3, 0, 1, 0, &first); // sglang: len = keys - s_knew, cache_batch unused
+    EXPECT_EQ(first, 2 * 2048 + 2 - 3);
+    EXPECT_EQ(kv.sk, 2 * 2048 + 2);
+
+    // vLLM: a block table of 2 rows of 4 pages of 16 rows, cache_batch_idx
+    static int32_t table[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    static int32_t cbi[2] = {1, 2};
+    p = ckt_fmha_paging_make(16, 8, table, 4, nullptr, nullptr, nullptr, cbi);
+    kv = ckt_fmha_kv_append(&p, 10, 3, 0, 2, 0, &first);
+    EXPECT_EQ(first, 10);
+    EXPECT_EQ(kv.sk, 64); // max_pages_per_seq x page_size
+    EXPECT_EQ(kv.ids, table + 4);
+    kv = ckt_fmha_kv_append(&p, 10, 3, 0, 2, 1, &first); // cache row 2 of 2: no rows
+    EXPECT_EQ(kv.sk, 0);
+    EXPECT_EQ(ckt_fmha_kv_resolve(&p, 70, 0).sk, 64); // bounded by the row's pages
+    EXPECT_EQ(ckt_fmha_kv_resolve(&p, 70, 0).cb, 1);
+    // a row of more than 2^31 - 1 rows: the capacity is bounded, as validation takes it
+    p = ckt_fmha_paging_make(1 << 16, 8, table, 1 << 16, nullptr, nullptr, nullptr, nullptr);
+    EXPECT_EQ(ckt_fmha_append_capacity(&p, 0), 0x7fffffff);
+
+    // contiguous: cache_seqlen rows, a bad cache row none
+    p = ckt_fmha_paging_make(0, 0, nullptr, 0, nullptr, nullptr, nullptr, cbi);
+    kv = ckt_fmha_kv_append(&p, 5, 2, 40, 3, 1, &first);
+    EXPECT_EQ(kv.sk, 40);
+    EXPECT_EQ(kv.cb, 2);
+    EXPECT_EQ(kv.ids, nullptr);
+    EXPECT_EQ(ckt_fmha_kv_row(&kv, 0, 0, 1000, 10, 7), 2 * 1000 + 70);
+    EXPECT_EQ(ckt_fmha_kv_append(&p, 5, 2, 40, 2, 1, &first).sk, 0);
 }
 
 } // namespace
