@@ -281,6 +281,24 @@ static inline void fmha_problem_device_arrays(const fmha_problem *p, const int32
         *seqlen_k = (const int32_t *)fmha_device_copy(p->sk, lb);
 }
 
+/* Pages of a paged pool of page_bytes a page spanning at least pool_gb GB
+ * (option -page_pool_gb) and holding at least `need` pages; -1 past 2^31 - 1
+ * pages (a page id is an int32). */
+static inline int64_t fmha_pool_pages(double pool_gb, int64_t page_bytes, int64_t need)
+{
+    const int64_t want = pool_gb > 0 ? (int64_t)(pool_gb * 1073741824.0 / (double)page_bytes) + 1 : 0;
+    const int64_t n = want > need ? want : need;
+    return n > INT32_MAX ? -1 : n;
+}
+
+/* The n-th page handed out of a pool of pool_pages: alternately from its
+ * start and its end (0, last, 1, last - 1, ...), so that a big pool has
+ * pages in use at both ends (64-bit addressing). */
+static inline int32_t fmha_pool_page(int64_t n, int64_t pool_pages)
+{
+    return (int32_t)(n % 2 == 0 ? n / 2 : pool_pages - 1 - n / 2);
+}
+
 /* >>KV cache: the contiguous K / V of a host view re-laid as the forward's
  * cache (options -page_block_size, -page_pool_gb, -cache_batch_idx,
  * -num_splits of fmha_fwd and fmha_batch_prefill).
@@ -342,10 +360,9 @@ static inline void fmha_cache_make(fmha_cache *c, ckt_fmha_fwd_args *dev, const 
     const int rows = page_size > 0 ? page_size : max_sk; /* rows of a page / a cache entry */
     const int64_t ks = (int64_t)hk * dq, vs = (int64_t)hk * dv; /* [.][row][hk][d] */
     int64_t nunits = page_size > 0 ? total_pages + 3 : (cbi ? cache_batch : B);
-    if (page_size > 0 && pool_gb > 0) {
-        const int64_t want = (int64_t)(pool_gb * 1073741824.0 / ((double)rows * ks * es)) + 1;
-        nunits = want > nunits ? want : nunits;
-        if (nunits > INT32_MAX) {
+    if (page_size > 0) {
+        nunits = fmha_pool_pages(pool_gb, (int64_t)rows * ks * (int64_t)es, nunits);
+        if (nunits < 0) {
             fprintf(stderr, "error: -page_pool_gb=%g needs more than 2^31 pages\n", pool_gb);
             exit(2);
         }
@@ -366,9 +383,8 @@ static inline void fmha_cache_make(fmha_cache *c, ckt_fmha_fwd_args *dev, const 
         last[b] = page_size > 0 && n > 0 ? len[b] - (n - 1) * page_size : 0;
         for (int u = 0; u < n; u++) {
             int64_t id = cb;
-            if (page_size > 0) { /* alternately from the start and the end of the pool */
-                id = next % 2 == 0 ? next / 2 : nunits - 1 - next / 2;
-                next++;
+            if (page_size > 0) {
+                id = fmha_pool_page(next++, nunits);
                 if (sglang)
                     table[indptr[b] + u] = (int32_t)id;
                 else

@@ -74,10 +74,10 @@ static int close16(const void *got, const void *want, size_t i, ckt_dtype dt, do
 }
 
 /* Host page c of a paged cache is pool page pool_id(c) on the device:
- * alternately from the pool's start and its end. */
+ * alternately from the pool's start and its end (examples/fmha_common.h). */
 static int32_t pool_id(int32_t c, int64_t pool_pages)
 {
-    return (int32_t)(c % 2 == 0 ? c / 2 : pool_pages - 1 - c / 2);
+    return fmha_pool_page(c, pool_pages);
 }
 
 /* n host page ids as pool ids, on the device. */
@@ -188,13 +188,9 @@ int main(int argc, char **argv)
     strides(&a.k_stride_b, &a.k_stride_h, &a.k_stride_s, bhsd, nhead_k, unit_rows, d);
     strides(&a.v_stride_b, &a.v_stride_h, &a.v_stride_s, bhsd, nhead_k, unit_rows, d);
     const size_t es = ckt_dtype_size(dt);
-    int64_t pool_pages = num_pages;
-    if (paged && pool_gb > 0) {
-        const int64_t want = (int64_t)(pool_gb * 1073741824.0 / ((double)a.k_stride_b * (double)es)) + 1;
-        pool_pages = want > pool_pages ? want : pool_pages;
-        if (pool_pages > INT32_MAX)
-            return fmha_usage_error("-page_pool_gb needs more than 2^31 pages", NULL);
-    }
+    const int64_t pool_pages = paged ? fmha_pool_pages(pool_gb, a.k_stride_b * (int64_t)es, num_pages) : num_pages;
+    if (pool_pages < 0)
+        return fmha_usage_error("-page_pool_gb needs more than 2^31 pages", NULL);
     int32_t *table = NULL, *indptr = NULL, *indices = NULL, *last = NULL; /* host page ids */
     static int32_t flk[FMHA_MAX_BATCH]; /* keys after the append */
     for (int b = 0; b < batch; b++)
