@@ -5,6 +5,10 @@ arch=${ARCH:-sm_90a}; carch=${arch/sm_/compute_}
 nvcc=${CKT_NVCC:-/usr/local/cuda/bin/nvcc}
 out=.gpu_bin/tune; obj=$out/obj_$name
 mkdir -p "$out" "$obj"
-files=""; for d in ${dims//,/ }; do files="$files X($d)"; done
+files=""; bfiles=""  # the backward's: dims with a lib/fmha/bwd_DIM.c (not decode_*)
+for d in ${dims//,/ }; do
+  files="$files X($d)"
+  [ -f "lib/fmha/bwd_$d.c" ] && bfiles="$bfiles X($d)"
+done
 flags=(-std=c++17 -O3 -lineinfo -x cu -I. -Xcompiler -fPIC -gencode "arch=$carch,code=$arch"
-       "-DCKT__FMHA_FWD_FILES(X)=$files" "-DCKT__FMHA_BWD_FILES(X)=$files")
+       "-DCKT__FMHA_FWD_FILES(X)=$files" "-DCKT__FMHA_BWD_FILES(X)=$bfiles")
