@@ -111,7 +111,7 @@ def main():
     print(hdr)
     flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size // 4 + 1, device="cuda",
                         dtype=torch.float32)
-    out_json = open(args.json, "a") if args.json else None
+    out_json = open(args.json, "a", buffering=1) if args.json else None  # a line at a time: a run cut short keeps its points
     for prec in args.precs.split(","):
         dtype = torch.bfloat16 if prec == "bf16" else torch.float16
         tname = "bfloat16" if prec == "bf16" else "float16"

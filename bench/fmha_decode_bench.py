@@ -143,7 +143,7 @@ def main():
     dtype, d = torch.bfloat16, args.d
     copy = copy_gbs(args.warmup, args.repeat, flush)
     print(f"device {torch.cuda.get_device_name()}  copy {copy:.0f} GB/s (1 GiB device-to-device)")
-    out_json = open(args.json, "a") if args.json else None
+    out_json = open(args.json, "a", buffering=1) if args.json else None  # a line at a time: a run cut short keeps its points
     hdr = f"{'heads':>6} {'b':>3} {'ctx':>7} {'page':>5} {'splits':>7} {'ms':>8} {'GB/s':>7} {'%copy':>6}" \
           f" {'flash%':>7} {'cudnn%':>7} {'samecp%':>7}  maxdiff"
     print(hdr)
