@@ -73,19 +73,12 @@ static int close16(const void *got, const void *want, size_t i, ckt_dtype dt, do
     return fabs(x - y) <= tol + tol * fabs(y);
 }
 
-/* Host page c of a paged cache is pool page pool_id(c) on the device:
- * alternately from the pool's start and its end (examples/fmha_common.h). */
-static int32_t pool_id(int32_t c, int64_t pool_pages)
-{
-    return fmha_pool_page(c, pool_pages);
-}
-
 /* n host page ids as pool ids, on the device. */
 static const int32_t *device_ids(const int32_t *ids, int n, int64_t pool_pages)
 {
     int32_t *m = (int32_t *)fmha_host_alloc((size_t)n + 1, 4);
     for (int i = 0; i < n; i++)
-        m[i] = pool_id(ids[i], pool_pages);
+        m[i] = fmha_pool_page(ids[i], pool_pages);
     const int32_t *dev = (const int32_t *)fmha_device_copy(m, (size_t)(n + 1) * 4);
     free(m);
     return dev;
@@ -95,7 +88,7 @@ static const int32_t *device_ids(const int32_t *ids, int n, int64_t pool_pages)
 static void copy_pages(void *pool, void *host, int n, int64_t page_bytes, int64_t pool_pages, ckt_copy_kind kind)
 {
     for (int c = 0; c < n; c++) {
-        char *dp = (char *)pool + (int64_t)pool_id(c, pool_pages) * page_bytes, *hp = (char *)host + (int64_t)c * page_bytes;
+        char *dp = (char *)pool + (int64_t)fmha_pool_page(c, pool_pages) * page_bytes, *hp = (char *)host + (int64_t)c * page_bytes;
         if (kind == CKT_H2D)
             CHECK(ckt_rt_memcpy(dp, hp, (size_t)page_bytes, CKT_H2D));
         else
@@ -181,7 +174,8 @@ int main(int argc, char **argv)
      * page_size rows in the cache's layout). Paged, the host holds the
      * num_pages pages in use (cache row r's page p is page r max_pages + p:
      * identity tables, for the references) and the device a pool of
-     * pool_pages >= num_pages, host page c at pool page pool_id(c):
+     * pool_pages >= num_pages, host page c at pool page fmha_pool_page(c)
+     * (examples/fmha_common.h):
      * alternately from the pool's start and its end */
     const int unit_rows = paged ? page_size : cap;
     const int max_pages = paged ? (cap + page_size - 1) / page_size : 0, num_pages = cache_batch * max_pages;
