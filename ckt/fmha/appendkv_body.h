@@ -173,11 +173,51 @@ CKT_INLINE CKT_DEVICE void CKT__AKV_FN(_unit)(uint16_t *dst, const uint16_t *src
     dst[e1] = (uint16_t)b1;
 }
 
+/* The grid of a call (x: blocks an entry, y: entries). Heads [0, h1) both
+ * append and rotate (tiles1 row tiles: the longer part), heads [h1, heads)
+ * only one of the two (tiles2): no block that would have nothing to do
+ * (a decode call rotating one query of 32 heads and appending one token to
+ * 8 took 32 blocks an entry, 8 now with 24 one-tile ones: equal; a prefill
+ * append of 4096 tokens took 512 x 32, now 512 x 8 + 24). */
+#ifndef CKT__AKV_GRID_TYPE /* once a translation unit: the body is included once an instance */
+#define CKT__AKV_GRID_TYPE
+typedef struct ckt__akv_grid {
+    int h1, tiles1, tiles2;
+    int64_t blocks; /* an entry's */
+} ckt__akv_grid;
+#endif
+
+CKT_INLINE CKT_HOST_DEVICE ckt__akv_grid CKT__AKV_FN(_grid)(const ckt_fmha_appendkv_args *a)
+{
+    const int heads_a = a->seqlen_knew > 0 ? a->nhead_k : 0;
+    const int heads_q = a->rotary_dim > 0 && a->seqlen_q > 0 ? a->nhead_q : 0;
+    const int tk = heads_a > 0 ? CKT_CEIL_DIV(a->seqlen_knew, CKT__AKV_ROWS) : 0;
+    const int tq = heads_q > 0 ? CKT_CEIL_DIV(a->seqlen_q, CKT__AKV_ROWS) : 0;
+    ckt__akv_grid g;
+    g.h1 = heads_a < heads_q ? heads_a : heads_q;
+    g.tiles1 = tk > tq ? tk : tq;
+    g.tiles2 = heads_a > heads_q ? tk : tq;
+    const int heads = heads_a > heads_q ? heads_a : heads_q;
+    g.blocks = (int64_t)g.h1 * g.tiles1 + (int64_t)(heads - g.h1) * g.tiles2;
+    return g;
+}
+
 CKT_KERNEL_BOUNDS(CKT__AKV_FN(_kernel), ckt_fmha_appendkv_args, a, CKT__AKV_THREADS)
 {
     enum { ROWS = CKT__AKV_ROWS, THREADS = CKT__AKV_THREADS };
     const int tid = (int)ckt_thread_idx_x();
-    const int b = (int)ckt_block_idx_z(), h = (int)ckt_block_idx_y(), r0 = (int)ckt_block_idx_x() * ROWS;
+    /* this block's (entry b, head h, rows r0 .. r0 + ROWS): see _grid */
+    const ckt__akv_grid gr = CKT__AKV_FN(_grid)(&a);
+    const int b = (int)ckt_block_idx_y();
+    int x = (int)ckt_block_idx_x(), h, r0;
+    if (x < gr.h1 * gr.tiles1) {
+        h = x / gr.tiles1;
+        r0 = x % gr.tiles1 * ROWS;
+    } else {
+        x -= gr.h1 * gr.tiles1;
+        h = gr.h1 + x / gr.tiles2;
+        r0 = x % gr.tiles2 * ROWS;
+    }
     const int rd = a.rotary_dim, inter = a.rotary_interleaved;
     /* the entry's rows (contiguous, a block-table row or sglang tables) and
      * its current length len (ckt/fmha/kv.h) */
@@ -251,16 +291,16 @@ static inline ckt_status CKT__AKV_FN(_launch)(const ckt_fmha_appendkv_args *a, c
         return st;
     if (ckt_fmha_appendkv_is_empty(a))
         return CKT_SUCCESS;
-    /* grid: row tiles of the longer of the new tokens and the rotated queries, x the heads of either, x entries */
-    const int rot_q = ckt_fmha_appendkv_rotates_q(a), app = a->seqlen_knew > 0 && a->nhead_k > 0;
-    const int rows = app && (!rot_q || a->seqlen_knew > a->seqlen_q) ? a->seqlen_knew : a->seqlen_q;
-    const int heads = rot_q && (!app || a->nhead_q > a->nhead_k) ? a->nhead_q : a->nhead_k;
-    if (heads > 65535)
-        return ckt__fail(CKT_ERROR_UNSUPPORTED, "nhead_q: %d heads exceed the grid's 65535", heads);
+    /* grid: an entry's blocks (_grid) x entries; CUDA takes 2^31 - 1
+     * blocks in x, HIP 2^32 - 1 threads */
+    const ckt__akv_grid g = CKT__AKV_FN(_grid)(a);
+    if (g.blocks > (int64_t)(0xffffffffu / CKT__AKV_THREADS))
+        return ckt__fail(CKT_ERROR_UNSUPPORTED,
+                         "seqlen_knew / seqlen_q: %lld blocks of %d rows an entry (heads x row tiles) exceed the grid's %u",
+                         (long long)g.blocks, CKT__AKV_ROWS, 0xffffffffu / CKT__AKV_THREADS);
     if (a->batch > 65535)
         return ckt__fail(CKT_ERROR_UNSUPPORTED, "batch: %d entries exceed the grid's 65535", a->batch);
-    return ckt_rt_launch(CKT_KERNEL_REF(CKT__AKV_FN(_kernel)),
-                         ckt_dim3_make((unsigned)CKT_CEIL_DIV(rows, CKT__AKV_ROWS), (unsigned)heads, (unsigned)a->batch),
+    return ckt_rt_launch(CKT_KERNEL_REF(CKT__AKV_FN(_kernel)), ckt_dim3_make((unsigned)g.blocks, (unsigned)a->batch, 1),
                          ckt_dim3_make(CKT__AKV_THREADS, 1, 1), 0, stream, a);
 }
 

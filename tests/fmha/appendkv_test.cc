@@ -747,7 +747,8 @@ TEST(AppendKVKernel, SkipsWhatTheHostCouldNotCheck)
         EXPECT_EQ(ckt_fmha_appendkv(&a, nullptr), CKT_ERROR_INVALID_ARGUMENT);
 #endif
         // ... the kernel, launched as a GPU would run it, skips what is out of bounds
-        ASSERT_EQ(ckt_rt_launch(CKT_KERNEL_REF(test_appendkv_bf16_kernel), ckt_dim3_make(KNEW, 1, B),
+        ASSERT_EQ(ckt_rt_launch(CKT_KERNEL_REF(test_appendkv_bf16_kernel),
+                                ckt_dim3_make((unsigned)test_appendkv_bf16_grid(&a).blocks, B, 1),
                                 ckt_dim3_make(64, 1, 1), 0, nullptr, &a),
                   CKT_SUCCESS)
             << ckt_last_error();
@@ -817,7 +818,8 @@ TEST(AppendKVKernel, SglangTablesShorterThanTheAppend)
     EXPECT_EQ(ckt_fmha_appendkv(&a, nullptr), CKT_ERROR_INVALID_ARGUMENT); // the host reads the tables here
     EXPECT_EQ(std::string(ckt_last_error()).rfind("kv_last_page_len", 0), 0u) << ckt_last_error();
 #endif
-    ASSERT_EQ(ckt_rt_launch(CKT_KERNEL_REF(test_appendkv_bf16_kernel), ckt_dim3_make(1, 1, B), ckt_dim3_make(64, 1, 1), 0,
+    ASSERT_EQ(ckt_rt_launch(CKT_KERNEL_REF(test_appendkv_bf16_kernel),
+                            ckt_dim3_make((unsigned)test_appendkv_bf16_grid(&a).blocks, B, 1), ckt_dim3_make(64, 1, 1), 0,
                             nullptr, &a),
               CKT_SUCCESS)
         << ckt_last_error();
