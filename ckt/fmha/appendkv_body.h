@@ -125,22 +125,75 @@ CKT_INLINE CKT_DEVICE int CKT__AKV_FN(_units)(int d, int rd, int inter)
     return d / 2;
 }
 
-/* Unit w of a row: dst = rope(src) at the position of the tables' rows
- * cos_row / sin_row (rotary_dim 0: a copy). dst may be src. */
+/* The call's rotary tables: position pos's rotary_dim / 2 cosines at
+ * cos + row, row = pos * rotary_dim / 2 (ckt_fmha_rope_row), the sines
+ * alike. vec: read as 16-byte vectors (both tables 16-byte aligned, rows a
+ * multiple of 4 floats, under 2^31 bytes: ckt_buffer_load_u32x4 with the
+ * table as the uniform base); else a float at a time. */
+#ifndef CKT__AKV_TABLES_TYPE
+#define CKT__AKV_TABLES_TYPE
+typedef struct ckt__akv_tables {
+    const float *cos, *sin;
+    int64_t bytes; /* of each table */
+    int vec;
+} ckt__akv_tables;
+#endif
+
+CKT_INLINE CKT_HOST_DEVICE ckt__akv_tables CKT__AKV_FN(_tables)(const ckt_fmha_appendkv_args *a)
+{
+    ckt__akv_tables t;
+    t.cos = a->rotary_cos;
+    t.sin = a->rotary_sin;
+    t.bytes = a->rotary_dim > 0 && a->rotary_max_pos > 0 ? (int64_t)a->rotary_max_pos * (a->rotary_dim / 2) * 4 : 0;
+    t.vec = t.bytes > 0 && t.bytes < ((int64_t)1 << 31) && (a->rotary_dim / 2) % 4 == 0 &&
+            (((uintptr_t)t.cos | (uintptr_t)t.sin) & (uintptr_t)15) == 0;
+    return t;
+}
+
+/* n (4 or 8) cosines and sines of table row `row` from column k (k a
+ * multiple of 4 when t->vec). */
+CKT_INLINE CKT_DEVICE void CKT__AKV_FN(_cs)(float *c, float *s, const ckt__akv_tables *t, int64_t row, int k, int n)
+{
+    if (t->vec) {
+        for (int i = 0; i < n; i += 4) {
+            const int64_t off = (row + k + i) * 4;
+            const ckt_u32x4 vc = ckt_buffer_load_u32x4(t->cos, t->bytes, off);
+            const ckt_u32x4 vs = ckt_buffer_load_u32x4(t->sin, t->bytes, off);
+            c[i] = ckt_f32_from_bits(vc.x), c[i + 1] = ckt_f32_from_bits(vc.y);
+            c[i + 2] = ckt_f32_from_bits(vc.z), c[i + 3] = ckt_f32_from_bits(vc.w);
+            s[i] = ckt_f32_from_bits(vs.x), s[i + 1] = ckt_f32_from_bits(vs.y);
+            s[i + 2] = ckt_f32_from_bits(vs.z), s[i + 3] = ckt_f32_from_bits(vs.w);
+        }
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        c[i] = t->cos[row + k + i];
+        s[i] = t->sin[row + k + i];
+    }
+}
+
+/* Unit w of a row: dst = rope(src) at table row `row` (ckt_fmha_rope_row;
+ * rotary_dim 0: a copy, t unused). dst may be src. */
 CKT_INLINE CKT_DEVICE void CKT__AKV_FN(_unit)(uint16_t *dst, const uint16_t *src, int w, int d, int rd, int inter,
-                                              const float *cos_row, const float *sin_row)
+                                              const ckt__akv_tables *t, int64_t row)
 {
     const int64_t row_bytes = (int64_t)d * 2;
     if (rd == 0 || inter) { /* vector w: elements 8w .. 8w + 7, pairs u = 4w + j */
         ckt_u32x4 v = ckt_buffer_load_u32x4(src, row_bytes, (int64_t)w * 16);
         if (8 * w < rd) {
+            float c[4], s[4];
+            const int n = rd - 8 * w >= 8 ? 4 : (rd - 8 * w) / 2; /* pairs of the vector inside the rotary dim */
+            if (n == 4)
+                CKT__AKV_FN(_cs)(c, s, t, row, 4 * w, 4);
+            else
+                for (int j = 0; j < n; j++) {
+                    c[j] = t->cos[row + 4 * w + j];
+                    s[j] = t->sin[row + 4 * w + j];
+                }
             uint32_t e[8];
             CKT__AKV_FN(_unpack)(e, v);
-            for (int j = 0; j < 4; j++) {
-                const int u = 4 * w + j;
-                if (2 * u < rd)
-                    CKT__AKV_FN(_rotate)(&e[2 * j], &e[2 * j + 1], cos_row[u], sin_row[u]);
-            }
+            for (int j = 0; j < n; j++)
+                CKT__AKV_FN(_rotate)(&e[2 * j], &e[2 * j + 1], c[j], s[j]);
             v = CKT__AKV_FN(_pack)(e);
         }
         ckt_buffer_store_u32x4(dst, row_bytes, (int64_t)w * 16, v);
@@ -151,10 +204,12 @@ CKT_INLINE CKT_DEVICE void CKT__AKV_FN(_unit)(uint16_t *dst, const uint16_t *src
         if (w < half / 8) { /* elements 8w + j pair with 8w + j + half: pairs u = 8w + j */
             const int64_t o0 = (int64_t)w * 16, o1 = o0 + (int64_t)half * 2;
             uint32_t e0[8], e1[8];
+            float c[8], s[8];
             CKT__AKV_FN(_unpack)(e0, ckt_buffer_load_u32x4(src, row_bytes, o0));
             CKT__AKV_FN(_unpack)(e1, ckt_buffer_load_u32x4(src, row_bytes, o1));
+            CKT__AKV_FN(_cs)(c, s, t, row, 8 * w, 8);
             for (int j = 0; j < 8; j++)
-                CKT__AKV_FN(_rotate)(&e0[j], &e1[j], cos_row[8 * w + j], sin_row[8 * w + j]);
+                CKT__AKV_FN(_rotate)(&e0[j], &e1[j], c[j], s[j]);
             ckt_buffer_store_u32x4(dst, row_bytes, o0, CKT__AKV_FN(_pack)(e0));
             ckt_buffer_store_u32x4(dst, row_bytes, o1, CKT__AKV_FN(_pack)(e1));
         } else { /* past the rotary part: a copy */
@@ -168,7 +223,7 @@ CKT_INLINE CKT_DEVICE void CKT__AKV_FN(_unit)(uint16_t *dst, const uint16_t *src
     ckt_fmha_rope_pair(&e0, &e1, w, rd, inter);
     uint32_t b0 = src[e0], b1 = src[e1];
     if (w < half)
-        CKT__AKV_FN(_rotate)(&b0, &b1, cos_row[w], sin_row[w]);
+        CKT__AKV_FN(_rotate)(&b0, &b1, t->cos[row + w], t->sin[row + w]);
     dst[e0] = (uint16_t)b0;
     dst[e1] = (uint16_t)b1;
 }
@@ -219,6 +274,7 @@ CKT_KERNEL_BOUNDS(CKT__AKV_FN(_kernel), ckt_fmha_appendkv_args, a, CKT__AKV_THRE
         r0 = x % gr.tiles2 * ROWS;
     }
     const int rd = a.rotary_dim, inter = a.rotary_interleaved;
+    const ckt__akv_tables tabs = CKT__AKV_FN(_tables)(&a);
     /* the entry's rows (contiguous, a block-table row or sglang tables) and
      * its current length len (ckt/fmha/kv.h) */
     const ckt_fmha_paging pg = CKT_FMHA_PAGING(a);
@@ -247,7 +303,7 @@ CKT_KERNEL_BOUNDS(CKT__AKV_FN(_kernel), ckt_fmha_appendkv_args, a, CKT__AKV_THRE
                 continue; /* a bad page id: skipped (the host checks the table where it can read it) */
             uint16_t *kc = (uint16_t *)a.k_cache + h * a.k_stride_h + off;
             const int64_t row = rd > 0 ? ckt_fmha_rope_row(pos, rd) : 0;
-            CKT__AKV_FN(_unit)(kc, kn + (int64_t)t * a.knew_stride_s, u, a.hdim_q, rd, inter, a.rotary_cos + row, a.rotary_sin + row);
+            CKT__AKV_FN(_unit)(kc, kn + (int64_t)t * a.knew_stride_s, u, a.hdim_q, rd, inter, &tabs, row);
         }
         for (int idx = tid; idx < ROWS * pv; idx += THREADS) {
             const int t = r0 + idx / pv, u = idx % pv;
@@ -258,7 +314,7 @@ CKT_KERNEL_BOUNDS(CKT__AKV_FN(_kernel), ckt_fmha_appendkv_args, a, CKT__AKV_THRE
             if (off < 0)
                 continue;
             uint16_t *vc = (uint16_t *)a.v_cache + h * a.v_stride_h + off;
-            CKT__AKV_FN(_unit)(vc, vn + (int64_t)t * a.vnew_stride_s, u, a.hdim_v, 0, 0, NULL, NULL);
+            CKT__AKV_FN(_unit)(vc, vn + (int64_t)t * a.vnew_stride_s, u, a.hdim_v, 0, 0, &tabs, 0);
         }
     }
 
@@ -277,7 +333,7 @@ CKT_KERNEL_BOUNDS(CKT__AKV_FN(_kernel), ckt_fmha_appendkv_args, a, CKT__AKV_THRE
                 continue;
             uint16_t *qr = (uint16_t *)a.q + ckt_fmha_row_offset(a.group_mode, b, h, s.q_start + i, a.q_stride_b, a.q_stride_h, a.q_stride_s);
             const int64_t row = ckt_fmha_rope_row(pos, rd);
-            CKT__AKV_FN(_unit)(qr, qr, u, a.hdim_q, rd, inter, a.rotary_cos + row, a.rotary_sin + row);
+            CKT__AKV_FN(_unit)(qr, qr, u, a.hdim_q, rd, inter, &tabs, row);
         }
     }
 }
