@@ -139,13 +139,14 @@ typedef struct ckt__akv_tables {
 } ckt__akv_tables;
 #endif
 
-CKT_INLINE CKT_HOST_DEVICE ckt__akv_tables CKT__AKV_FN(_tables)(const ckt_fmha_appendkv_args *a)
+CKT_INLINE CKT_HOST_DEVICE ckt__akv_tables CKT__AKV_FN(_tables)(const float *cos, const float *sin, int rotary_dim,
+                                                                int max_pos)
 {
     ckt__akv_tables t;
-    t.cos = a->rotary_cos;
-    t.sin = a->rotary_sin;
-    t.bytes = a->rotary_dim > 0 && a->rotary_max_pos > 0 ? (int64_t)a->rotary_max_pos * (a->rotary_dim / 2) * 4 : 0;
-    t.vec = t.bytes > 0 && t.bytes < ((int64_t)1 << 31) && (a->rotary_dim / 2) % 4 == 0 &&
+    t.cos = cos;
+    t.sin = sin;
+    t.bytes = rotary_dim > 0 && max_pos > 0 ? (int64_t)max_pos * (rotary_dim / 2) * 4 : 0;
+    t.vec = t.bytes > 0 && t.bytes < ((int64_t)1 << 31) && (rotary_dim / 2) % 4 == 0 &&
             (((uintptr_t)t.cos | (uintptr_t)t.sin) & (uintptr_t)15) == 0;
     return t;
 }
@@ -155,7 +156,10 @@ CKT_INLINE CKT_HOST_DEVICE ckt__akv_tables CKT__AKV_FN(_tables)(const ckt_fmha_a
 CKT_INLINE CKT_DEVICE void CKT__AKV_FN(_cs)(float *c, float *s, const ckt__akv_tables *t, int64_t row, int k, int n)
 {
     if (t->vec) {
-        for (int i = 0; i < n; i += 4) {
+        CKT_UNROLL
+        for (int i = 0; i < 8; i += 4) {
+            if (i >= n)
+                break;
             const int64_t off = (row + k + i) * 4;
             const ckt_u32x4 vc = ckt_buffer_load_u32x4(t->cos, t->bytes, off);
             const ckt_u32x4 vs = ckt_buffer_load_u32x4(t->sin, t->bytes, off);
@@ -166,10 +170,12 @@ CKT_INLINE CKT_DEVICE void CKT__AKV_FN(_cs)(float *c, float *s, const ckt__akv_t
         }
         return;
     }
-    for (int i = 0; i < n; i++) {
-        c[i] = t->cos[row + k + i];
-        s[i] = t->sin[row + k + i];
-    }
+    CKT_UNROLL
+    for (int i = 0; i < 8; i++)
+        if (i < n) {
+            c[i] = t->cos[row + k + i];
+            s[i] = t->sin[row + k + i];
+        }
 }
 
 /* Unit w of a row: dst = rope(src) at table row `row` (ckt_fmha_rope_row;
@@ -181,19 +187,23 @@ CKT_INLINE CKT_DEVICE void CKT__AKV_FN(_unit)(uint16_t *dst, const uint16_t *src
     if (rd == 0 || inter) { /* vector w: elements 8w .. 8w + 7, pairs u = 4w + j */
         ckt_u32x4 v = ckt_buffer_load_u32x4(src, row_bytes, (int64_t)w * 16);
         if (8 * w < rd) {
-            float c[4], s[4];
             const int n = rd - 8 * w >= 8 ? 4 : (rd - 8 * w) / 2; /* pairs of the vector inside the rotary dim */
+            float c[4] = {1.0f, 1.0f, 1.0f, 1.0f}, s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
             if (n == 4)
                 CKT__AKV_FN(_cs)(c, s, t, row, 4 * w, 4);
             else
-                for (int j = 0; j < n; j++) {
-                    c[j] = t->cos[row + 4 * w + j];
-                    s[j] = t->sin[row + 4 * w + j];
-                }
+                CKT_UNROLL
+                for (int j = 0; j < 4; j++)
+                    if (j < n) {
+                        c[j] = t->cos[row + 4 * w + j];
+                        s[j] = t->sin[row + 4 * w + j];
+                    }
             uint32_t e[8];
             CKT__AKV_FN(_unpack)(e, v);
-            for (int j = 0; j < n; j++)
-                CKT__AKV_FN(_rotate)(&e[2 * j], &e[2 * j + 1], c[j], s[j]);
+            CKT_UNROLL
+            for (int j = 0; j < 4; j++)
+                if (j < n)
+                    CKT__AKV_FN(_rotate)(&e[2 * j], &e[2 * j + 1], c[j], s[j]);
             v = CKT__AKV_FN(_pack)(e);
         }
         ckt_buffer_store_u32x4(dst, row_bytes, (int64_t)w * 16, v);
@@ -242,12 +252,15 @@ typedef struct ckt__akv_grid {
 } ckt__akv_grid;
 #endif
 
-CKT_INLINE CKT_HOST_DEVICE ckt__akv_grid CKT__AKV_FN(_grid)(const ckt_fmha_appendkv_args *a)
+/* (fields, not the struct's address: in the kernel that would copy the
+ * arguments to a local, on AMD 512 bytes of LDS) */
+CKT_INLINE CKT_HOST_DEVICE ckt__akv_grid CKT__AKV_FN(_grid_of)(int seqlen_knew, int nhead_k, int rotary_dim, int seqlen_q,
+                                                               int nhead_q)
 {
-    const int heads_a = a->seqlen_knew > 0 ? a->nhead_k : 0;
-    const int heads_q = a->rotary_dim > 0 && a->seqlen_q > 0 ? a->nhead_q : 0;
-    const int tk = heads_a > 0 ? CKT_CEIL_DIV(a->seqlen_knew, CKT__AKV_ROWS) : 0;
-    const int tq = heads_q > 0 ? CKT_CEIL_DIV(a->seqlen_q, CKT__AKV_ROWS) : 0;
+    const int heads_a = seqlen_knew > 0 ? nhead_k : 0;
+    const int heads_q = rotary_dim > 0 && seqlen_q > 0 ? nhead_q : 0;
+    const int tk = heads_a > 0 ? CKT_CEIL_DIV(seqlen_knew, CKT__AKV_ROWS) : 0;
+    const int tq = heads_q > 0 ? CKT_CEIL_DIV(seqlen_q, CKT__AKV_ROWS) : 0;
     ckt__akv_grid g;
     g.h1 = heads_a < heads_q ? heads_a : heads_q;
     g.tiles1 = tk > tq ? tk : tq;
@@ -257,12 +270,18 @@ CKT_INLINE CKT_HOST_DEVICE ckt__akv_grid CKT__AKV_FN(_grid)(const ckt_fmha_appen
     return g;
 }
 
+/* The grid of a call, for a launch of the kernel itself: (blocks, batch, 1). */
+static inline ckt__akv_grid CKT__AKV_FN(_grid)(const ckt_fmha_appendkv_args *a)
+{
+    return CKT__AKV_FN(_grid_of)(a->seqlen_knew, a->nhead_k, a->rotary_dim, a->seqlen_q, a->nhead_q);
+}
+
 CKT_KERNEL_BOUNDS(CKT__AKV_FN(_kernel), ckt_fmha_appendkv_args, a, CKT__AKV_THREADS)
 {
     enum { ROWS = CKT__AKV_ROWS, THREADS = CKT__AKV_THREADS };
     const int tid = (int)ckt_thread_idx_x();
     /* this block's (entry b, head h, rows r0 .. r0 + ROWS): see _grid */
-    const ckt__akv_grid gr = CKT__AKV_FN(_grid)(&a);
+    const ckt__akv_grid gr = CKT__AKV_FN(_grid_of)(a.seqlen_knew, a.nhead_k, a.rotary_dim, a.seqlen_q, a.nhead_q);
     const int b = (int)ckt_block_idx_y();
     int x = (int)ckt_block_idx_x(), h, r0;
     if (x < gr.h1 * gr.tiles1) {
@@ -274,7 +293,7 @@ CKT_KERNEL_BOUNDS(CKT__AKV_FN(_kernel), ckt_fmha_appendkv_args, a, CKT__AKV_THRE
         r0 = x % gr.tiles2 * ROWS;
     }
     const int rd = a.rotary_dim, inter = a.rotary_interleaved;
-    const ckt__akv_tables tabs = CKT__AKV_FN(_tables)(&a);
+    const ckt__akv_tables tabs = CKT__AKV_FN(_tables)(a.rotary_cos, a.rotary_sin, rd, a.rotary_max_pos);
     /* the entry's rows (contiguous, a block-table row or sglang tables) and
      * its current length len (ckt/fmha/kv.h) */
     const ckt_fmha_paging pg = CKT_FMHA_PAGING(a);
