@@ -206,6 +206,21 @@ CKT_INLINE CKT_DEVICE void ckt_buffer_store_u32x4(void *base, int64_t num_bytes,
     ckt__amd_raw_buffer_store_b128(w, ckt__amd_buffer_rsrc(base, num_bytes),
                                    ckt__amd_buffer_voffset(num_bytes, off, 16), 0, 0);
 }
+typedef unsigned ckt__u32x4v __attribute__((ext_vector_type(4)));
+CKT_INLINE CKT_DEVICE ckt_u32x4 ckt_global_load_u32x4(const void *p)
+{
+    const ckt__u32x4v u = *(const ckt__u32x4v *)p;
+    return ckt_u32x4_make(u.x, u.y, u.z, u.w);
+}
+CKT_INLINE CKT_DEVICE void ckt_global_store_u32x4(void *p, ckt_u32x4 v)
+{
+    ckt__u32x4v u;
+    u.x = v.x;
+    u.y = v.y;
+    u.z = v.z;
+    u.w = v.w;
+    *(ckt__u32x4v *)p = u;
+}
 
 /* >>warp matrix instructions (API and fragment layouts: ckt/arch/mma.h) */
 #define CKT_HAS_MFMA 1

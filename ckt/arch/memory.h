@@ -50,6 +50,16 @@
  *   num_bytes records; an offset outside the range is moved to 2^31, which the
  *   hardware drops, so no lane branches. On NVIDIA and the CPU: a guarded
  *   plain load or store with the same result.
+ *
+ * >>global vector loads and stores  (each lane its own address)
+ *   ckt_u32x4 ckt_global_load_u32x4 (const void *p);
+ *   void      ckt_global_store_u32x4(void *p, ckt_u32x4 v);
+ *       The 16 bytes at p, a 16-byte aligned global address (the emulator
+ *       checks the alignment), with no range test: for accesses whose bounds
+ *       the caller has made sure of, from addresses that differ from lane to
+ *       lane (rows of a tile). The buffer forms above want one base a warp:
+ *       given a base per lane, AMD's compiler loops over the lanes' distinct
+ *       bases (v_readfirstlane), once for each.
  */
 #ifndef CKT_ARCH_MEMORY_H
 #define CKT_ARCH_MEMORY_H

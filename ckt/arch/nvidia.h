@@ -245,6 +245,15 @@ CKT_INLINE CKT_DEVICE void ckt_buffer_store_u32x4(void *base, int64_t num_bytes,
     if (ckt__buffer_in_range(num_bytes, off, 16))
         *(uint4 *)((char *)base + off) = make_uint4(v.x, v.y, v.z, v.w);
 }
+CKT_INLINE CKT_DEVICE ckt_u32x4 ckt_global_load_u32x4(const void *p)
+{
+    const uint4 u = *(const uint4 *)p;
+    return ckt_u32x4_make(u.x, u.y, u.z, u.w);
+}
+CKT_INLINE CKT_DEVICE void ckt_global_store_u32x4(void *p, ckt_u32x4 v)
+{
+    *(uint4 *)p = make_uint4(v.x, v.y, v.z, v.w);
+}
 
 /* >>warp matrix instructions (API and fragment layouts: ckt/arch/mma.h) */
 #define CKT_HAS_MMA_SYNC 1

@@ -179,13 +179,15 @@ CKT_INLINE CKT_DEVICE void CKT__AKV_FN(_cs)(float *c, float *s, const ckt__akv_t
 }
 
 /* Unit w of a row: dst = rope(src) at table row `row` (ckt_fmha_rope_row;
- * rotary_dim 0: a copy, t unused). dst may be src. */
-CKT_INLINE CKT_DEVICE void CKT__AKV_FN(_unit)(uint16_t *dst, const uint16_t *src, int w, int d, int rd, int inter,
+ * rotary_dim 0: a copy, t unused). dst may be src. Every 16-byte access
+ * lies inside the row (w < _units), so the loads and stores take each
+ * lane's address as it is (ckt_global_load_u32x4: the rows differ from lane
+ * to lane, which buffer loads would turn into a loop over them on AMD). */
+CKT_INLINE CKT_DEVICE void CKT__AKV_FN(_unit)(uint16_t *dst, const uint16_t *src, int w, int rd, int inter,
                                               const ckt__akv_tables *t, int64_t row)
 {
-    const int64_t row_bytes = (int64_t)d * 2;
     if (rd == 0 || inter) { /* vector w: elements 8w .. 8w + 7, pairs u = 4w + j */
-        ckt_u32x4 v = ckt_buffer_load_u32x4(src, row_bytes, (int64_t)w * 16);
+        ckt_u32x4 v = ckt_global_load_u32x4((const char *)src + (int64_t)w * 16);
         if (8 * w < rd) {
             const int n = rd - 8 * w >= 8 ? 4 : (rd - 8 * w) / 2; /* pairs of the vector inside the rotary dim */
             float c[4] = {1.0f, 1.0f, 1.0f, 1.0f}, s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -206,7 +208,7 @@ CKT_INLINE CKT_DEVICE void CKT__AKV_FN(_unit)(uint16_t *dst, const uint16_t *src
                     CKT__AKV_FN(_rotate)(&e[2 * j], &e[2 * j + 1], c[j], s[j]);
             v = CKT__AKV_FN(_pack)(e);
         }
-        ckt_buffer_store_u32x4(dst, row_bytes, (int64_t)w * 16, v);
+        ckt_global_store_u32x4((char *)dst + (int64_t)w * 16, v);
         return;
     }
     const int half = rd / 2;
@@ -215,16 +217,16 @@ CKT_INLINE CKT_DEVICE void CKT__AKV_FN(_unit)(uint16_t *dst, const uint16_t *src
             const int64_t o0 = (int64_t)w * 16, o1 = o0 + (int64_t)half * 2;
             uint32_t e0[8], e1[8];
             float c[8], s[8];
-            CKT__AKV_FN(_unpack)(e0, ckt_buffer_load_u32x4(src, row_bytes, o0));
-            CKT__AKV_FN(_unpack)(e1, ckt_buffer_load_u32x4(src, row_bytes, o1));
+            CKT__AKV_FN(_unpack)(e0, ckt_global_load_u32x4((const char *)src + o0));
+            CKT__AKV_FN(_unpack)(e1, ckt_global_load_u32x4((const char *)src + o1));
             CKT__AKV_FN(_cs)(c, s, t, row, 8 * w, 8);
             for (int j = 0; j < 8; j++)
                 CKT__AKV_FN(_rotate)(&e0[j], &e1[j], c[j], s[j]);
-            ckt_buffer_store_u32x4(dst, row_bytes, o0, CKT__AKV_FN(_pack)(e0));
-            ckt_buffer_store_u32x4(dst, row_bytes, o1, CKT__AKV_FN(_pack)(e1));
+            ckt_global_store_u32x4((char *)dst + o0, CKT__AKV_FN(_pack)(e0));
+            ckt_global_store_u32x4((char *)dst + o1, CKT__AKV_FN(_pack)(e1));
         } else { /* past the rotary part: a copy */
             const int64_t o = (int64_t)rd * 2 + (int64_t)(w - half / 8) * 16;
-            ckt_buffer_store_u32x4(dst, row_bytes, o, ckt_buffer_load_u32x4(src, row_bytes, o));
+            ckt_global_store_u32x4((char *)dst + o, ckt_global_load_u32x4((const char *)src + o));
         }
         return;
     }
@@ -322,7 +324,7 @@ CKT_KERNEL_BOUNDS(CKT__AKV_FN(_kernel), ckt_fmha_appendkv_args, a, CKT__AKV_THRE
                 continue; /* a bad page id: skipped (the host checks the table where it can read it) */
             uint16_t *kc = (uint16_t *)a.k_cache + h * a.k_stride_h + off;
             const int64_t row = rd > 0 ? ckt_fmha_rope_row(pos, rd) : 0;
-            CKT__AKV_FN(_unit)(kc, kn + (int64_t)t * a.knew_stride_s, u, a.hdim_q, rd, inter, &tabs, row);
+            CKT__AKV_FN(_unit)(kc, kn + (int64_t)t * a.knew_stride_s, u, rd, inter, &tabs, row);
         }
         for (int idx = tid; idx < ROWS * pv; idx += THREADS) {
             const int t = r0 + idx / pv, u = idx % pv;
@@ -333,7 +335,7 @@ CKT_KERNEL_BOUNDS(CKT__AKV_FN(_kernel), ckt_fmha_appendkv_args, a, CKT__AKV_THRE
             if (off < 0)
                 continue;
             uint16_t *vc = (uint16_t *)a.v_cache + h * a.v_stride_h + off;
-            CKT__AKV_FN(_unit)(vc, vn + (int64_t)t * a.vnew_stride_s, u, a.hdim_v, 0, 0, &tabs, 0);
+            CKT__AKV_FN(_unit)(vc, vn + (int64_t)t * a.vnew_stride_s, u, 0, 0, &tabs, 0);
         }
     }
 
@@ -352,7 +354,7 @@ CKT_KERNEL_BOUNDS(CKT__AKV_FN(_kernel), ckt_fmha_appendkv_args, a, CKT__AKV_THRE
                 continue;
             uint16_t *qr = (uint16_t *)a.q + ckt_fmha_row_offset(a.group_mode, b, h, s.q_start + i, a.q_stride_b, a.q_stride_h, a.q_stride_s);
             const int64_t row = ckt_fmha_rope_row(pos, rd);
-            CKT__AKV_FN(_unit)(qr, qr, u, a.hdim_q, rd, inter, &tabs, row);
+            CKT__AKV_FN(_unit)(qr, qr, u, rd, inter, &tabs, row);
         }
     }
 }

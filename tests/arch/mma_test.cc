@@ -751,4 +751,40 @@ TEST(Buffer, OutOfRangeLoadsReadZeroAndStoresAreDropped)
         }
 }
 
+// >>global vector loads and stores: each lane its own 16-byte aligned
+// address (thread t reads vector (t * 7) % 64 of src, writes vector t of dst)
+typedef struct glob_params {
+    const unsigned char *src; // 64 vectors
+    unsigned char *dst;       // 64 vectors
+} glob_params;
+
+CKT_KERNEL(global_vec_kernel, glob_params, p)
+{
+    const unsigned t = ckt_thread_idx_x();
+    const ckt_u32x4 v = ckt_global_load_u32x4(p.src + 16 * ((t * 7) % 64));
+    ckt_global_store_u32x4(p.dst + 16 * t, ckt_u32x4_make(v.w, v.z, v.y, v.x + t));
+}
+
+TEST(GlobalVec, EachLaneItsOwnAddress)
+{
+    std::vector<unsigned char> src(1024), dst(1024, 0xee);
+    for (int i = 0; i < 1024; i++)
+        src[i] = (unsigned char)(3 + i * 29);
+    DeviceBuf dsrc(1024), ddst(1024);
+    dsrc.put(src);
+    ddst.put(dst);
+    glob_params p = {(const unsigned char *)dsrc.p, (unsigned char *)ddst.p};
+    ASSERT_EQ(launch(CKT_KERNEL_REF(global_vec_kernel), 64, &p), CKT_SUCCESS) << ckt_last_error();
+    ddst.get(dst);
+    for (int t = 0; t < 64; t++) {
+        uint32_t in[4], out[4];
+        memcpy(in, &src[16 * ((t * 7) % 64)], 16);
+        memcpy(out, &dst[16 * t], 16);
+        EXPECT_EQ(out[0], in[3]) << t;
+        EXPECT_EQ(out[1], in[2]) << t;
+        EXPECT_EQ(out[2], in[1]) << t;
+        EXPECT_EQ(out[3], in[0] + (uint32_t)t) << t;
+    }
+}
+
 } // namespace

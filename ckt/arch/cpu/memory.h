@@ -208,6 +208,22 @@ static inline void ckt_buffer_store_u32x4(void *base, int64_t num_bytes, int64_t
         memcpy((unsigned char *)base + off, &v, 16);
 }
 
+static inline ckt_u32x4 ckt_global_load_u32x4(const void *p)
+{
+    ckt_u32x4 v;
+    if ((uintptr_t)p % 16)
+        ckt__emu_die(NULL, 0, "ckt_global_load_u32x4: %p is not 16-byte aligned", p);
+    memcpy(&v, p, 16);
+    return v;
+}
+
+static inline void ckt_global_store_u32x4(void *p, ckt_u32x4 v)
+{
+    if ((uintptr_t)p % 16)
+        ckt__emu_die(NULL, 0, "ckt_global_store_u32x4: %p is not 16-byte aligned", p);
+    memcpy(p, &v, 16);
+}
+
 /* >>device memory: what ckt_rt_malloc returns on the CPU backend
  * `bytes` at a 256-byte aligned address (GPU allocators align that much),
  * filled with 0xFF bytes (fresh GPU memory is garbage), or NULL. Without ASan
