@@ -43,9 +43,10 @@
  *       The N-byte access at base + byte_offset happens when it lies inside
  *       [base, base + num_bytes): 0 <= byte_offset and byte_offset + N <=
  *       num_bytes. Otherwise a load returns zeros and a store writes nothing.
- *       Requirements (the emulator checks them): base and byte_offset are
- *       multiples of N; 0 <= num_bytes < 2^31 (the AMD range is 32-bit); base
- *       and num_bytes are the same in all lanes of the warp.
+ *       Requirements: base and byte_offset are multiples of N; 0 <= num_bytes
+ *       < 2^31 (the AMD range is 32-bit) (the emulator checks these two);
+ *       base and num_bytes are the same in all lanes of the warp (not
+ *       checked; on AMD a base per lane costs a loop over the lanes' bases).
  *   On AMD: buffer_load/store_dword{,x2,x4} with a buffer resource of
  *   num_bytes records; an offset outside the range is moved to 2^31, which the
  *   hardware drops, so no lane branches. On NVIDIA and the CPU: a guarded
