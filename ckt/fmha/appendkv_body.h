@@ -125,87 +125,26 @@ CKT_INLINE CKT_DEVICE int CKT__AKV_FN(_units)(int d, int rd, int inter)
     return d / 2;
 }
 
-/* The call's rotary tables: position pos's rotary_dim / 2 cosines at
- * cos + row, row = pos * rotary_dim / 2 (ckt_fmha_rope_row), the sines
- * alike. vec: read as 16-byte vectors (both tables 16-byte aligned, rows a
- * multiple of 4 floats, under 2^31 bytes: ckt_buffer_load_u32x4 with the
- * table as the uniform base); else a float at a time. */
-#ifndef CKT__AKV_TABLES_TYPE
-#define CKT__AKV_TABLES_TYPE
-typedef struct ckt__akv_tables {
-    const float *cos, *sin;
-    int64_t bytes; /* of each table */
-    int vec;
-} ckt__akv_tables;
-#endif
-
-CKT_INLINE CKT_HOST_DEVICE ckt__akv_tables CKT__AKV_FN(_tables)(const float *cos, const float *sin, int rotary_dim,
-                                                                int max_pos)
-{
-    ckt__akv_tables t;
-    t.cos = cos;
-    t.sin = sin;
-    t.bytes = rotary_dim > 0 && max_pos > 0 ? (int64_t)max_pos * (rotary_dim / 2) * 4 : 0;
-    t.vec = t.bytes > 0 && t.bytes < ((int64_t)1 << 31) && (rotary_dim / 2) % 4 == 0 &&
-            (((uintptr_t)t.cos | (uintptr_t)t.sin) & (uintptr_t)15) == 0;
-    return t;
-}
-
-/* n (4 or 8) cosines and sines of table row `row` from column k (k a
- * multiple of 4 when t->vec). */
-CKT_INLINE CKT_DEVICE void CKT__AKV_FN(_cs)(float *c, float *s, const ckt__akv_tables *t, int64_t row, int k, int n)
-{
-    if (t->vec) {
-        CKT_UNROLL
-        for (int i = 0; i < 8; i += 4) {
-            if (i >= n)
-                break;
-            const int64_t off = (row + k + i) * 4;
-            const ckt_u32x4 vc = ckt_buffer_load_u32x4(t->cos, t->bytes, off);
-            const ckt_u32x4 vs = ckt_buffer_load_u32x4(t->sin, t->bytes, off);
-            c[i] = ckt_f32_from_bits(vc.x), c[i + 1] = ckt_f32_from_bits(vc.y);
-            c[i + 2] = ckt_f32_from_bits(vc.z), c[i + 3] = ckt_f32_from_bits(vc.w);
-            s[i] = ckt_f32_from_bits(vs.x), s[i + 1] = ckt_f32_from_bits(vs.y);
-            s[i + 2] = ckt_f32_from_bits(vs.z), s[i + 3] = ckt_f32_from_bits(vs.w);
-        }
-        return;
-    }
-    CKT_UNROLL
-    for (int i = 0; i < 8; i++)
-        if (i < n) {
-            c[i] = t->cos[row + k + i];
-            s[i] = t->sin[row + k + i];
-        }
-}
-
-/* Unit w of a row: dst = rope(src) at table row `row` (ckt_fmha_rope_row;
- * rotary_dim 0: a copy, t unused). dst may be src. Every 16-byte access
- * lies inside the row (w < _units), so the loads and stores take each
- * lane's address as it is (ckt_global_load_u32x4: the rows differ from lane
- * to lane, which buffer loads would turn into a loop over them on AMD). */
+/* Unit w of a row: dst = rope(src) at the position of the tables' rows
+ * cos_row / sin_row (rotary_dim 0: a copy). dst may be src. Every 16-byte
+ * access lies inside the row (w < _units), so the loads and stores take
+ * each lane's address as it is (ckt_global_load_u32x4: rows differ from
+ * lane to lane, which buffer loads would turn into a loop over them on AMD).
+ * The table's floats are read one at a time: as 16-byte vectors they cost
+ * the H100 3-4% (bench/results/decode_table_h100/s38/). */
 CKT_INLINE CKT_DEVICE void CKT__AKV_FN(_unit)(uint16_t *dst, const uint16_t *src, int w, int rd, int inter,
-                                              const ckt__akv_tables *t, int64_t row)
+                                              const float *cos_row, const float *sin_row)
 {
     if (rd == 0 || inter) { /* vector w: elements 8w .. 8w + 7, pairs u = 4w + j */
         ckt_u32x4 v = ckt_global_load_u32x4((const char *)src + (int64_t)w * 16);
         if (8 * w < rd) {
-            const int n = rd - 8 * w >= 8 ? 4 : (rd - 8 * w) / 2; /* pairs of the vector inside the rotary dim */
-            float c[4] = {1.0f, 1.0f, 1.0f, 1.0f}, s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-            if (n == 4)
-                CKT__AKV_FN(_cs)(c, s, t, row, 4 * w, 4);
-            else
-                CKT_UNROLL
-                for (int j = 0; j < 4; j++)
-                    if (j < n) {
-                        c[j] = t->cos[row + 4 * w + j];
-                        s[j] = t->sin[row + 4 * w + j];
-                    }
             uint32_t e[8];
             CKT__AKV_FN(_unpack)(e, v);
-            CKT_UNROLL
-            for (int j = 0; j < 4; j++)
-                if (j < n)
-                    CKT__AKV_FN(_rotate)(&e[2 * j], &e[2 * j + 1], c[j], s[j]);
+            for (int j = 0; j < 4; j++) {
+                const int u = 4 * w + j;
+                if (2 * u < rd)
+                    CKT__AKV_FN(_rotate)(&e[2 * j], &e[2 * j + 1], cos_row[u], sin_row[u]);
+            }
             v = CKT__AKV_FN(_pack)(e);
         }
         ckt_global_store_u32x4((char *)dst + (int64_t)w * 16, v);
@@ -216,12 +155,10 @@ CKT_INLINE CKT_DEVICE void CKT__AKV_FN(_unit)(uint16_t *dst, const uint16_t *src
         if (w < half / 8) { /* elements 8w + j pair with 8w + j + half: pairs u = 8w + j */
             const int64_t o0 = (int64_t)w * 16, o1 = o0 + (int64_t)half * 2;
             uint32_t e0[8], e1[8];
-            float c[8], s[8];
             CKT__AKV_FN(_unpack)(e0, ckt_global_load_u32x4((const char *)src + o0));
             CKT__AKV_FN(_unpack)(e1, ckt_global_load_u32x4((const char *)src + o1));
-            CKT__AKV_FN(_cs)(c, s, t, row, 8 * w, 8);
             for (int j = 0; j < 8; j++)
-                CKT__AKV_FN(_rotate)(&e0[j], &e1[j], c[j], s[j]);
+                CKT__AKV_FN(_rotate)(&e0[j], &e1[j], cos_row[8 * w + j], sin_row[8 * w + j]);
             ckt_global_store_u32x4((char *)dst + o0, CKT__AKV_FN(_pack)(e0));
             ckt_global_store_u32x4((char *)dst + o1, CKT__AKV_FN(_pack)(e1));
         } else { /* past the rotary part: a copy */
@@ -235,7 +172,7 @@ CKT_INLINE CKT_DEVICE void CKT__AKV_FN(_unit)(uint16_t *dst, const uint16_t *src
     ckt_fmha_rope_pair(&e0, &e1, w, rd, inter);
     uint32_t b0 = src[e0], b1 = src[e1];
     if (w < half)
-        CKT__AKV_FN(_rotate)(&b0, &b1, t->cos[row + w], t->sin[row + w]);
+        CKT__AKV_FN(_rotate)(&b0, &b1, cos_row[w], sin_row[w]);
     dst[e0] = (uint16_t)b0;
     dst[e1] = (uint16_t)b1;
 }
@@ -295,7 +232,6 @@ CKT_KERNEL_BOUNDS(CKT__AKV_FN(_kernel), ckt_fmha_appendkv_args, a, CKT__AKV_THRE
         r0 = x % gr.tiles2 * ROWS;
     }
     const int rd = a.rotary_dim, inter = a.rotary_interleaved;
-    const ckt__akv_tables tabs = CKT__AKV_FN(_tables)(a.rotary_cos, a.rotary_sin, rd, a.rotary_max_pos);
     /* the entry's rows (contiguous, a block-table row or sglang tables) and
      * its current length len (ckt/fmha/kv.h) */
     const ckt_fmha_paging pg = CKT_FMHA_PAGING(a);
@@ -324,7 +260,7 @@ CKT_KERNEL_BOUNDS(CKT__AKV_FN(_kernel), ckt_fmha_appendkv_args, a, CKT__AKV_THRE
                 continue; /* a bad page id: skipped (the host checks the table where it can read it) */
             uint16_t *kc = (uint16_t *)a.k_cache + h * a.k_stride_h + off;
             const int64_t row = rd > 0 ? ckt_fmha_rope_row(pos, rd) : 0;
-            CKT__AKV_FN(_unit)(kc, kn + (int64_t)t * a.knew_stride_s, u, rd, inter, &tabs, row);
+            CKT__AKV_FN(_unit)(kc, kn + (int64_t)t * a.knew_stride_s, u, rd, inter, a.rotary_cos + row, a.rotary_sin + row);
         }
         for (int idx = tid; idx < ROWS * pv; idx += THREADS) {
             const int t = r0 + idx / pv, u = idx % pv;
@@ -335,7 +271,7 @@ CKT_KERNEL_BOUNDS(CKT__AKV_FN(_kernel), ckt_fmha_appendkv_args, a, CKT__AKV_THRE
             if (off < 0)
                 continue;
             uint16_t *vc = (uint16_t *)a.v_cache + h * a.v_stride_h + off;
-            CKT__AKV_FN(_unit)(vc, vn + (int64_t)t * a.vnew_stride_s, u, 0, 0, &tabs, 0);
+            CKT__AKV_FN(_unit)(vc, vn + (int64_t)t * a.vnew_stride_s, u, 0, 0, NULL, NULL);
         }
     }
 
@@ -354,7 +290,7 @@ CKT_KERNEL_BOUNDS(CKT__AKV_FN(_kernel), ckt_fmha_appendkv_args, a, CKT__AKV_THRE
                 continue;
             uint16_t *qr = (uint16_t *)a.q + ckt_fmha_row_offset(a.group_mode, b, h, s.q_start + i, a.q_stride_b, a.q_stride_h, a.q_stride_s);
             const int64_t row = ckt_fmha_rope_row(pos, rd);
-            CKT__AKV_FN(_unit)(qr, qr, u, rd, inter, &tabs, row);
+            CKT__AKV_FN(_unit)(qr, qr, u, rd, inter, a.rotary_cos + row, a.rotary_sin + row);
         }
     }
 }
