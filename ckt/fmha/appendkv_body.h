@@ -9,13 +9,15 @@
  *
  * defines
  *   ckt_status my_append_bf16_launch(const ckt_fmha_appendkv_args *a, ckt_stream s);
- * and the kernel my_append_bf16_kernel, then #undefs the parameters, so a
+ * the kernel my_append_bf16_kernel and, for a launch of it without the
+ * launcher, its grid (my_append_bf16_grid(&a).blocks x batch, 1; blocks of
+ * CKT_FMHA_APPENDKV_THREADS), then #undefs the parameters, so a
  * translation unit may include the body again. Every head dim (multiples of
  * 8 up to 256), rotary dim, layout, GQA, the lengths and cache_batch_idx are
  * runtime arguments (ckt/fmha/args.h, ckt_fmha_appendkv_args): the kernel is
  * memory-bound, one instance per type serves all.
  *
- * What a block does (grid: row tiles x heads x batch entries):
+ * What a block does (grid: (head, row tile) pairs x batch entries, see _grid):
  *
  *   (b, h, rows r0 .. r0 + ROWS)  = this block's tile
  *   len = seqlen_k_ptr ? seqlen_k_ptr[b] : seqlen_k;  cb = cache_batch_idx ? cache_batch_idx[b] : b

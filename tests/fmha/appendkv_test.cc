@@ -422,6 +422,21 @@ std::vector<Case> matrix()
         c.mask = CKT_MASK_NONE;
         add(c);
     }
+    // the grid's two head ranges (appendkv_body.h, _grid): kv heads with more
+    // row tiles of new tokens than of queries, then query heads with one
+    // tile; and the other way round (more query tiles than new-token tiles)
+    {
+        Case c;
+        c.h = 6;
+        c.hk = 2;
+        c.s_knew = 20;
+        c.sq = {1};
+        c.cap = 48;
+        add(c);
+        c.s_knew = 2;
+        c.sq = {19};
+        add(c);
+    }
     return cs;
 }
 
