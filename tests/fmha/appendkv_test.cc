@@ -518,6 +518,34 @@ TEST(AppendKVBad, ValidInputPasses)
     EXPECT_EQ(ckt_ref_fmha_appendkv(&t.a), CKT_SUCCESS) << ckt_last_error();
 }
 
+// A call whose grid the devices cannot launch (HIP: 2^32 - 1 threads in x)
+// is refused by the launcher, naming the lengths, before anything runs: 4096
+// kv heads x 8192 row tiles of new tokens is 2^25 blocks of 128 threads.
+// Only the strides matter to the checks, so the tensors are not allocated.
+TEST(AppendKVBad, GridTooLargeIsRefused)
+{
+    BadInput t;
+    ckt_fmha_appendkv_args &a = t.a;
+    a.nhead_q = a.nhead_k = 4096, a.batch = 1, a.seqlen_knew = 65536, a.seqlen_k = 0, a.seqlen_q = 1;
+    a.cache_seqlen = 65536, a.rotary_dim = 0;
+    strides(&a.q_stride_b, &a.q_stride_h, &a.q_stride_s, 1, 4096, 1, 64);
+    strides(&a.knew_stride_b, &a.knew_stride_h, &a.knew_stride_s, 1, 4096, 65536, 64);
+    strides(&a.vnew_stride_b, &a.vnew_stride_h, &a.vnew_stride_s, 1, 4096, 65536, 64);
+    strides(&a.k_stride_b, &a.k_stride_h, &a.k_stride_s, 1, 4096, 65536, 64);
+    strides(&a.v_stride_b, &a.v_stride_h, &a.v_stride_s, 1, 4096, 65536, 64);
+    a.k_new = a.v_new = (const void *)(uintptr_t)0x100000, a.q = (void *)(uintptr_t)0x100000;
+    a.k_cache = (void *)(uintptr_t)0x200000;
+    a.v_cache = (void *)((uintptr_t)0x200000 + ((uintptr_t)1 << 40));
+    EXPECT_EQ(ckt_fmha_appendkv(&a, nullptr), CKT_ERROR_UNSUPPORTED) << ckt_last_error();
+    EXPECT_EQ(std::string(ckt_last_error()).rfind("seqlen_knew", 0), 0u) << ckt_last_error();
+    // the count refused: 4096 heads x 8192 tiles = 2^25 > (2^32 - 1) / 128;
+    // one tile fewer is 4096 x 8191 = 2^25 - 4096 blocks, under it
+    EXPECT_EQ(test_appendkv_bf16_grid(&a).blocks, (int64_t)4096 * 8192);
+    a.seqlen_knew = 65528;
+    EXPECT_EQ(test_appendkv_bf16_grid(&a).blocks, (int64_t)4096 * 8191);
+    EXPECT_LE(test_appendkv_bf16_grid(&a).blocks, (int64_t)(0xffffffffu / 128));
+}
+
 TEST(AppendKVBad, StatusNamesTheArgument)
 {
     {
