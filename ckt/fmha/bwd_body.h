@@ -339,11 +339,13 @@ CKT_INLINE CKT_DEVICE uint16_t ckt__fmha_bwd_store16(float x, int bf16)
 }
 
 /* bytes (a multiple of 16) of zeros at p (16-byte aligned), by T threads
- * (this one: t), 16-byte stores */
+ * (this one: t), 16-byte stores. Plain global stores (the loop keeps them
+ * inside): as buffer stores, whose base AMD's compiler could not prove the
+ * same in all lanes (it comes from the metadata), each was a waterfall loop. */
 CKT_INLINE CKT_DEVICE void ckt__fmha_bwd_zero(void *p, int64_t bytes, int t, int T)
 {
     for (int64_t off = (int64_t)t * 16; off < bytes; off += 16 * (int64_t)T)
-        ckt_buffer_store_u32x4(p, bytes, off, ckt_u32x4_make(0u, 0u, 0u, 0u));
+        ckt_global_store_u32x4((char *)p + off, ckt_u32x4_make(0u, 0u, 0u, 0u));
 }
 
 /* >>device: stage 1 — D = rowsum(dO * O), dQ accumulator zeroed.
