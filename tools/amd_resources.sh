@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # Prints the AMD code-object resources of every kernel in a source file, per
 # architecture: VGPRs, AGPRs, SGPRs, scratch (private segment) and LDS (group
-# segment) bytes, spills. Exit status 1 if any kernel uses scratch, 2 if the
-# file does not compile or holds no kernel.
+# segment) bytes, spills; then each code object's waterfall loops: a buffer
+# load or store whose base the compiler could not prove the same in all lanes
+# (ckt/arch/memory.h) becomes a loop that reads one lane's base into scalars
+# (v_readfirstlane) and runs the access for the lanes that share it, once for
+# every distinct base. Exit status 1 if any kernel uses scratch, 3 if a code
+# object holds a waterfall loop, 2 if the file does not compile or holds no
+# kernel.
 #
 #   bash tools/amd_resources.sh examples/vector_add/main.c [extra hipcc flags]
 #   bash tools/amd_resources.sh bazel-bin/lib/fmha/_fmha_gpu_objs/bwd_d128.c.o
@@ -61,4 +66,30 @@ for f in "$tmp"/*-hip-amdgcn-amd-amdhsa-*.out; do
   case "$notes" in *".private_segment_fixed_size: "[1-9]*) scratch=1 ;; esac
 done
 [ "$kernels" -gt 0 ] || { echo "amd_resources.sh: no kernel in $src" >&2; exit 2; }
-exit $scratch
+# waterfall loops: a backward s_cbranch_execnz over a v_readfirstlane and a buffer op
+waterfall=0
+for f in "$tmp"/*-hip-amdgcn-amd-amdhsa-*.out; do
+  arch=${f##*-}; arch=${arch%.out}
+  n=$("$llvm/llvm-objdump" -d "$f" | python3 -c '
+import re, sys
+ins = []
+for line in sys.stdin:
+    m = re.match(r"\s+(\S+)\s*(.*?)\s*// ([0-9A-F]+):", line)
+    if m:
+        ins.append((int(m.group(3), 16), m.group(1), m.group(2)))
+n = 0
+for pc, op, args in ins:
+    if op == "s_cbranch_execnz":
+        k = int(args.split()[0])
+        k = k - 65536 if k >= 32768 else k
+        target = pc + 4 + 4 * k
+        body = [o for p, o, _ in ins if target <= p < pc]
+        if any(o.startswith("v_readfirstlane") for o in body) and any(o.startswith("buffer_") for o in body):
+            n += 1
+print(n)')
+  echo "$arch waterfall loops: $n"
+  [ "$n" = 0 ] || waterfall=1
+done
+[ "$scratch" = 0 ] || exit 1
+[ "$waterfall" = 0 ] || exit 3
+exit 0
