@@ -13,10 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name=$1; dims=$2; shift 2
-source tools/tune_common.sh
-for i in "${!flags[@]}"; do  # the forward alone: no backward instances
-  [[ ${flags[$i]} == -DCKT__FMHA_BWD_FILES* ]] && flags[$i]="-DCKT__FMHA_BWD_FILES(X)="
-done
+FWD_ONLY=1 source tools/tune_common.sh  # the forward alone: no backward instances
 flags+=("$@")
 pids=()
 for f in dispatch appendkv registry plan; do
